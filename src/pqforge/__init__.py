@@ -1,0 +1,15 @@
+"""pqforge: post-quantum signatures (MAYO) and key encapsulation (Classic McEliece) for Python.
+
+    from pqforge.mayo import MAYO2
+    sk = MAYO2.generate_private_key()
+    sig = sk.sign(b"data")
+    sk.public_key().verify(sig, b"data")     # None, or raises pqforge.InvalidSignature
+"""
+
+from .errors import (InvalidInput, InvalidKey, InvalidSignature, InvalidType, PQForgeError,
+                     UnknownAlgorithm)
+
+__version__ = "0.1.0"
+
+__all__ = ["InvalidInput", "InvalidKey", "InvalidSignature", "InvalidType", "PQForgeError",
+           "UnknownAlgorithm", "__version__"]

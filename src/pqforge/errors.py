@@ -1,0 +1,39 @@
+"""One exception hierarchy for everything pqforge raises on purpose."""
+
+
+class PQForgeError(Exception):
+    """Base class of all pqforge errors."""
+
+
+class InvalidSignature(PQForgeError):
+    """A signature did not verify (wrong key, wrong message or malformed signature)."""
+
+
+class InvalidKey(PQForgeError, ValueError):
+    """A key has the wrong length or cannot be decoded."""
+
+
+class InvalidInput(PQForgeError, ValueError):
+    """An argument has the wrong length, range or content."""
+
+
+class InvalidType(PQForgeError, TypeError):
+    """An argument has the wrong type (for example str where bytes are expected)."""
+
+
+class UnknownAlgorithm(PQForgeError, ValueError):
+    """An algorithm name that pqforge does not implement."""
+
+
+def require_bytes(value, what: str, length: int | None = None) -> bytes:
+    """Return ``value`` as bytes or raise a clear error naming ``what`` and the expected size.
+
+    bytes, bytearray and memoryview are accepted; str and everything else is a type error.
+    """
+    if isinstance(value, (bytearray, memoryview)):
+        value = bytes(value)
+    if not isinstance(value, bytes):
+        raise InvalidType(f"{what} must be bytes, not {type(value).__name__}")
+    if length is not None and len(value) != length:
+        raise InvalidInput(f"{what} must be {length} bytes, got {len(value)}")
+    return value

@@ -1,0 +1,103 @@
+"""NIST known-answer-test files (.rsp): reading, writing and regeneration from the CTR_DRBG.
+
+Text format: entries of ``key = value`` lines (byte strings in upper-case hex), entries separated
+by one blank line. ``entries_text`` renders entries exactly that way (LF line ends, no ``#``
+header, a final newline), which is the form whose SHA-256 the published hashes cover.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from .drbg import NistCtrDrbg
+from .errors import InvalidInput
+
+_INT_FIELDS = {"count", "mlen", "smlen"}
+
+
+def parse_rsp(text: str) -> list[dict]:
+    """Entries of an .rsp text as dicts (ints for count/mlen/smlen, bytes for hex fields)."""
+    entries = []
+    for block in text.split("\n\n"):
+        lines = [ln for ln in block.strip().splitlines() if ln and not ln.startswith("#")]
+        if not lines:
+            continue
+        entry = {}
+        for line in lines:
+            key, sep, value = line.partition(" = ")
+            if not sep:
+                raise InvalidInput(f"malformed KAT line {line[:40]!r}: expected 'key = value'")
+            entry[key] = int(value) if key in _INT_FIELDS else bytes.fromhex(value)
+        entries.append(entry)
+    return entries
+
+
+def read_rsp(path: str | Path) -> list[dict]:
+    """Parse an .rsp file (plain or .gz)."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        return parse_rsp(f.read())
+
+
+def entry_text(entry: dict) -> str:
+    lines = []
+    for key, value in entry.items():
+        lines.append(f"{key} = {value}" if isinstance(value, int) else f"{key} = {value.hex().upper()}")
+    return "\n".join(lines) + "\n"
+
+
+def entries_text(entries: Iterable[dict]) -> str:
+    return "\n".join(entry_text(e) for e in entries)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def kat_seeds(count: int) -> list[bytes]:
+    """The per-entry 48-byte seeds of NIST's KAT generators (DRBG seeded with bytes 0..47)."""
+    drbg = NistCtrDrbg(bytes(range(48)))
+    return [drbg(48) for _ in range(count)]
+
+
+def signature_kat_entries(alg, count: int) -> Iterator[dict]:
+    """Regenerate the entries of PQCgenKAT_sign for a signature algorithm object.
+
+    ``alg`` provides ``keypair(rng) -> (pk, sk)`` and ``sign_nist(sk, msg, rng) -> sm``.
+    """
+    drbg = NistCtrDrbg(bytes(range(48)))
+    plan = []
+    for i in range(count):
+        seed = drbg(48)
+        mlen = 33 * (i + 1)
+        plan.append((i, seed, mlen, drbg(mlen)))
+    for i, seed, mlen, msg in plan:
+        rng = NistCtrDrbg(seed)
+        pk, sk = alg.keypair(rng=rng)
+        sm = alg.sign_nist(sk, msg, rng=rng)
+        yield {"count": i, "seed": seed, "mlen": mlen, "msg": msg, "pk": pk, "sk": sk,
+               "smlen": len(sm), "sm": sm}
+
+
+def kem_kat_entries(alg, count: int) -> Iterator[dict]:
+    """Regenerate the entries of PQCgenKAT_kem for a KEM algorithm object.
+
+    ``alg`` provides ``keypair(rng) -> (pk, sk)``, ``encapsulate(pk, rng) -> (ct, ss)`` and
+    ``decapsulate(sk, ct) -> ss``; a decapsulation that disagrees raises.
+    """
+    for i, seed in enumerate(kat_seeds(count)):
+        rng = NistCtrDrbg(seed)
+        pk, sk = alg.keypair(rng=rng)
+        ct, ss = alg.encapsulate(pk, rng=rng)
+        if alg.decapsulate(sk, ct) != ss:
+            raise AssertionError(f"{alg.name} KAT entry {i}: decapsulation disagrees with encapsulation")
+        yield {"count": i, "seed": seed, "pk": pk, "sk": sk, "ct": ct, "ss": ss}
+
+
+def kat_entries(alg, count: int) -> Iterator[dict]:
+    gen: Callable = signature_kat_entries if alg.kind == "signature" else kem_kat_entries
+    return gen(alg, count)
