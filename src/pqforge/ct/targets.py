@@ -1,0 +1,1 @@
+"""The package's own constant-time targets (registered on import)."""
