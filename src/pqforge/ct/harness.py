@@ -145,11 +145,14 @@ def measure(target: Target, params, n: int, rng: np.random.Generator, fixed_seed
     while done < n:
         m = min(chunk, n - done)
         inputs = []
-        for lab in labels[done:done + m]:
+        seeds = rng.integers(2 ** 63, size=m)
+        for lab, s in zip(labels[done:done + m], seeds):
+            # every input, of either class, comes from a fresh generator through the same path:
+            # the fixed class re-uses one seed, the random class (and the null run) fresh seeds
             if lab == 0 and not null:
                 inputs.append(make(params, _fixed_rng(fixed_seed), True))
             else:
-                inputs.append(make(params, rng, False))
+                inputs.append(make(params, _fixed_rng(int(s)), False))
         out = times[done:done + m]
         gc_on = gc.isenabled()
         gc.disable()

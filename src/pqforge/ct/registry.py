@@ -6,11 +6,13 @@ fixed_class)`` returning the argument tuple for one call. Both the timing harnes
 check read the same entry.
 
 Input-factory contract: the harness calls the factory once per measurement, outside the timed
-region. For the fixed class it passes ``fixed_class=True`` and a generator re-seeded from the same
-seed on every call, so whatever the factory draws is identical each time (while every call still
-gets fresh buffers, which in-place kernels may overwrite). For the random class it passes
-``fixed_class=False`` and one continuing generator. A factory that needs something shared by both
-classes (for example one key when the message varies) keeps it itself.
+region, always with a freshly created generator: for the fixed class (``fixed_class=True``) one
+seeded identically on every call, so whatever the factory draws is the same each time (while every
+call still gets fresh buffers, which in-place kernels may overwrite); for the random class one
+with a fresh seed. Both classes thus go through the same preparation path, which matters: a
+preparation difference alone (for example where the buffers land in memory) can shift timings by
+tens of nanoseconds. A factory that needs something shared by both classes (one key while the
+message varies) keeps it itself.
 """
 
 from __future__ import annotations
