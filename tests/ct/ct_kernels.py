@@ -132,3 +132,15 @@ LEAKY_NESTED = Target("test-leaky-nested", "branch in a callee", leaky_nested, _
                       secret_args=("secret",))
 CT_NESTED = Target("test-ct-nested", "masked callee", ct_nested, _secret_only_inputs,
                    secret_args=("secret",))
+
+
+@nb.njit(cache=False)
+def leaky_scratch(secret, out):
+    """Writes a scratch array it allocates itself at a secret position."""
+    tmp = np.zeros(16, np.uint8)
+    tmp[secret[0] & 15] = 1
+    out[0] = tmp[3]
+
+
+LEAKY_SCRATCH = Target("test-leaky-scratch", "secret index into a local array", leaky_scratch,
+                       _secret_only_inputs, secret_args=("secret",))

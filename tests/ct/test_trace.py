@@ -1,0 +1,80 @@
+"""The trace check: identical traces for constant-time kernels, differences for leaky ones."""
+
+import numpy as np
+import pytest
+
+import ct_kernels as k
+from pqforge.ct import trace
+from pqforge.ct.registry import Target
+
+
+@pytest.mark.parametrize("opcodes", [False, True], ids=["lines", "opcodes"])
+@pytest.mark.parametrize("target", [k.CT_SELECT, k.CT_NESTED], ids=lambda t: t.name)
+def test_constant_time_kernels_pass(target, opcodes):
+    result = trace.check_target(target, pairs=3, opcodes=opcodes)
+    assert result.ok and result.strict_ok, result.summary()
+    assert result.events[0] > 20  # the kernel body really ran under the tracer
+
+
+@pytest.mark.parametrize("opcodes", [False, True], ids=["lines", "opcodes"])
+def test_a_branch_on_the_secret_fails(opcodes):
+    result = trace.check_target(k.LEAKY_SELECT, pairs=3, opcodes=opcodes)
+    assert not result.ok
+    assert "leaky_select" in result.divergence and "out[i] =" in result.divergence
+
+
+def test_a_branch_in_a_called_kernel_fails():
+    result = trace.check_target(k.LEAKY_NESTED, pairs=3)
+    assert not result.ok
+    assert "_helper_branchy" in result.divergence
+
+
+def test_a_one_line_conditional_needs_opcode_tracing():
+    # the limit of line tracing: both arms are on one line
+    assert trace.check_target(k.LEAKY_TERNARY, pairs=3, indices=False).ok
+    by_opcode = trace.check_target(k.LEAKY_TERNARY, pairs=3, opcodes=True, indices=False)
+    assert not by_opcode.ok and "offset" in by_opcode.divergence
+    # the index trace also sees it: a different array is read
+    assert trace.check_target(k.LEAKY_TERNARY, pairs=3).same_indices is False
+
+
+def test_a_secret_table_index_is_seen_by_the_index_trace():
+    result = trace.check_target(k.LEAKY_LOOKUP, pairs=3)
+    assert result.ok  # control flow alone cannot see it
+    assert result.same_indices is False and not result.strict_ok
+    assert "global TABLE" in result.index_divergence
+
+
+def test_a_secret_index_into_a_local_array_is_seen():
+    result = trace.check_target(k.LEAKY_SCRATCH, pairs=3)
+    assert result.ok and result.same_indices is False
+    assert "np.zeros" in result.index_divergence
+
+
+def test_secret_pairs_share_public_arguments():
+    rng = np.random.default_rng(0)
+    a, b = trace.secret_pair(k.CT_SELECT, None, rng)
+    assert not np.array_equal(a[0], b[0])
+    for i in (1, 2, 3):
+        assert np.array_equal(a[i], b[i]) and a[i] is not b[i]
+
+
+def test_public_only_differences_are_not_blamed_on_secrets():
+    # a kernel that branches on a *public* argument passes: the public inputs are identical
+    target = Target("branch-on-public", "", k.leaky_select,
+                    lambda p, rng, f: (rng.integers(0, 256, 16, dtype=np.uint8),
+                                       rng.integers(0, 256, 16, dtype=np.uint8),
+                                       rng.integers(0, 256, 16, dtype=np.uint8), np.zeros(16, np.uint8)),
+                    secret_args=(1, 2))
+    assert trace.check_target(target, pairs=3).ok
+
+
+def test_the_twin_computes_what_the_kernel_computes():
+    rng = np.random.default_rng(1)
+    args = k._select_inputs(None, rng, False)
+    compiled = [a.copy() for a in args]
+    k.ct_select(*compiled)
+    twin_args = [a.copy() for a in args]
+    with np.errstate(over="ignore"):
+        trace.TwinBuilder().twin(k.ct_select)(*twin_args)
+    assert np.array_equal(compiled[3], twin_args[3])
