@@ -91,8 +91,13 @@ def _public_matrices(params: MayoParams, seed_pk: bytes):
 
 
 def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
-    """(cpk, csk): csk = seed_sk, cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2))."""
+    """(cpk, csk) with csk = seed_sk drawn from ``rng`` (the specification's MAYO.CompactKeyGen)."""
     seed_sk = rng(params.sk_seed_bytes)
+    return public_key_from_seed(params, seed_sk), seed_sk
+
+
+def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
+    """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     seed_pk, o_bytes = _seed_expansion(params, seed_sk)
     O = decode_oil(params, o_bytes)
     _, P1, P2 = _public_matrices(params, seed_pk)
@@ -100,7 +105,7 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
     kernels.mul_right(P1, O, True, Q)                      # Q = P1 O + P2
     P3 = np.zeros((params.o, params.o, params.words), np.uint64)
     kernels.mul_left_transposed(O, Q, False, P3)           # O^T Q  (minus signs vanish in characteristic 2)
-    return seed_pk + encode_upper(params, upper(P3)), seed_sk
+    return seed_pk + encode_upper(params, upper(P3))
 
 
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
