@@ -223,17 +223,17 @@ def sample_solution(A, y, r, x):
         pivot[:] = 0
         found = np.uint64(0)
         for rr in range(m):
-            take = _eq_mask(rr, pivot_row) | (_gt_mask(rr, pivot_row) & ~found)
+            take = np.uint64(_eq_mask(rr, pivot_row)) | (np.uint64(_gt_mask(rr, pivot_row)) & ~found)
             for w in range(W):
                 pivot[w] ^= take & rows[rr, w]
-            found = nonzero_mask(np.uint64(_entry(pivot, col, limbs)))
+            found = np.uint64(nonzero_mask(np.uint64(_entry(pivot, col, limbs))))
         scaled[:] = 0
         mul_add_scalar(scaled, pivot, gf16_inv(_entry(pivot, col, limbs)), limbs)
         for rr in range(m):
-            is_pr = _eq_mask(rr, pivot_row) & found
+            is_pr = np.uint64(_eq_mask(rr, pivot_row)) & found
             for w in range(W):
                 rows[rr, w] = (rows[rr, w] & ~is_pr) | (scaled[w] & is_pr)
-            f = np.int64(_entry(rows[rr], col, limbs)) & np.int64(_gt_mask(rr, pivot_row) & np.uint64(15))
+            f = np.int64(_entry(rows[rr], col, limbs)) & np.int64(np.uint64(_gt_mask(rr, pivot_row)) & np.uint64(15))
             mul_add_scalar(rows[rr], scaled, f, limbs)
         pivot_row += np.int64(found & np.uint64(1))
     full_rank = pivot_row == m
@@ -250,7 +250,7 @@ def sample_solution(A, y, r, x):
         found = np.uint64(0)
         yr = yv[rr]
         for c in range(ko):
-            nz = nonzero_mask(np.uint64(_entry(rows[rr], c, limbs)))
+            nz = np.uint64(nonzero_mask(np.uint64(_entry(rows[rr], c, limbs))))
             hit = nz & ~found
             found |= nz
             x[c] ^= np.uint8(np.uint64(yr) & hit)
@@ -261,7 +261,7 @@ def sample_solution(A, y, r, x):
                 bits = np.uint64(0)
                 for w in range(limbs):
                     bits |= rows[i, p * limbs + w] & onehot[w]
-                coef |= np.int64(nonzero_mask(bits) & np.uint64(1)) << p
+                coef |= np.int64(np.uint64(nonzero_mask(bits)) & np.uint64(1)) << p
             yv[i] ^= gf16_mul(coef, yr)
     return full_rank
 
