@@ -1,0 +1,35 @@
+"""MAYO signatures (NIST additional-signature candidate, Round 2 parameter sets).
+
+    from pqforge.mayo import MAYO2
+    sk = MAYO2.generate_private_key()
+    sig = sk.sign(b"data")
+    sk.public_key().verify(sig, b"data")
+
+Sizes (bytes, compact sk / pk / signature): MAYO-1 24 / 1420 / 454, MAYO-2 24 / 4912 / 186,
+MAYO-3 32 / 2986 / 681, MAYO-5 40 / 5554 / 964.
+"""
+
+from ..errors import UnknownAlgorithm
+from .api import expand_pk, expand_sk, keypair, open_nist, sign, sign_nist, verify
+from .keys import MayoAlgorithm, MayoPrivateKey, MayoPublicKey
+from .params import MAYO_1, MAYO_2, MAYO_3, MAYO_5, ROUND2, MayoParams
+
+MAYO1 = MayoAlgorithm(MAYO_1)
+MAYO2 = MayoAlgorithm(MAYO_2)
+MAYO3 = MayoAlgorithm(MAYO_3)
+MAYO5 = MayoAlgorithm(MAYO_5)
+
+ALGORITHMS = {alg.name: alg for alg in (MAYO1, MAYO2, MAYO3, MAYO5)}
+
+
+def get(name: str) -> MayoAlgorithm:
+    """The MAYO algorithm called ``name`` ("MAYO-2", case-insensitive)."""
+    for key, alg in ALGORITHMS.items():
+        if key.lower() == str(name).lower():
+            return alg
+    raise UnknownAlgorithm(f"unknown MAYO algorithm {name!r}; expected one of: {', '.join(ALGORITHMS)}")
+
+
+__all__ = ["MAYO1", "MAYO2", "MAYO3", "MAYO5", "ALGORITHMS", "get", "keypair", "sign", "verify",
+           "sign_nist", "open_nist", "expand_sk", "expand_pk", "MayoAlgorithm", "MayoPrivateKey",
+           "MayoPublicKey", "MayoParams", "MAYO_1", "MAYO_2", "MAYO_3", "MAYO_5", "ROUND2"]

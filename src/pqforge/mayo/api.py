@@ -1,0 +1,129 @@
+"""The functional layer over byte strings (the NIST API shape), with input validation.
+
+    pk, sk = keypair(MAYO_2)                 # compact encodings
+    sig = sign(MAYO_2, sk, msg)              # sk compact or expanded
+    ok = verify(MAYO_2, pk, msg, sig)        # pk compact or expanded
+    sm = sign_nist(MAYO_2, sk, msg); msg = open_nist(MAYO_2, pk, sm)
+
+``params`` is a parameter set, an algorithm object (``MAYO2``) or a name ("MAYO-2").
+"""
+
+from __future__ import annotations
+
+from ..drbg import system_rng
+from ..errors import InvalidInput, InvalidKey, InvalidSignature, InvalidType, UnknownAlgorithm, require_bytes
+from . import scheme
+from .params import ROUND2, MayoParams
+
+_BY_NAME = {p.name.lower(): p for p in ROUND2}
+
+
+def resolve(params) -> MayoParams:
+    if isinstance(params, MayoParams):
+        return params
+    inner = getattr(params, "params", None)
+    if isinstance(inner, MayoParams):
+        return inner
+    if isinstance(params, str):
+        try:
+            return _BY_NAME[params.lower()]
+        except KeyError:
+            raise UnknownAlgorithm(f"unknown MAYO parameter set {params!r}; expected one of: "
+                                   f"{', '.join(p.name for p in ROUND2)}") from None
+    raise InvalidType(f"params must be a MAYO parameter set, algorithm or name, not {type(params).__name__}")
+
+
+def checked_rng(rng):
+    """An rng that fails loudly when the supplied callable does not return n bytes."""
+    source = system_rng if rng is None else rng
+    if not callable(source):
+        raise InvalidType(f"rng must be a callable n -> bytes, not {type(source).__name__}")
+
+    def draw(n: int) -> bytes:
+        out = source(n)
+        if not isinstance(out, (bytes, bytearray)) or len(out) != n:
+            raise InvalidInput(f"rng returned {type(out).__name__} of length "
+                               f"{len(out) if hasattr(out, '__len__') else '?'}; expected {n} bytes")
+        return bytes(out)
+    return draw
+
+
+def check_secret_key(p: MayoParams, sk) -> bytes:
+    sk = require_bytes(sk, f"{p.name} secret key")
+    if len(sk) not in (p.csk_bytes, p.esk_bytes):
+        raise InvalidKey(f"{p.name} secret key must be {p.csk_bytes} bytes (compact) or {p.esk_bytes} bytes "
+                         f"(expanded), got {len(sk)}")
+    return sk
+
+
+def check_public_key(p: MayoParams, pk) -> bytes:
+    pk = require_bytes(pk, f"{p.name} public key")
+    if len(pk) not in (p.cpk_bytes, p.epk_bytes):
+        raise InvalidKey(f"{p.name} public key must be {p.cpk_bytes} bytes (compact) or {p.epk_bytes} bytes "
+                         f"(expanded), got {len(pk)}")
+    return pk
+
+
+def check_signature(p: MayoParams, sig) -> bytes:
+    sig = require_bytes(sig, f"{p.name} signature")
+    if len(sig) != p.sig_bytes:
+        raise InvalidInput(f"{p.name} signature must be {p.sig_bytes} bytes, got {len(sig)}")
+    return sig
+
+
+def expanded_secret(p: MayoParams, sk: bytes) -> scheme.ExpandedSecretKey:
+    return scheme.expand_sk(p, sk) if len(sk) == p.csk_bytes else scheme.decode_esk(p, sk)
+
+
+def expanded_public(p: MayoParams, pk: bytes) -> scheme.ExpandedPublicKey:
+    return scheme.expand_pk(p, pk) if len(pk) == p.cpk_bytes else scheme.decode_epk(p, pk)
+
+
+def keypair(params, rng=None) -> tuple[bytes, bytes]:
+    """(pk, sk) in compact form: pk is cpk_bytes long, sk is the seed (csk_bytes)."""
+    p = resolve(params)
+    return scheme.compact_keygen(p, checked_rng(rng))
+
+
+def expand_sk(params, sk) -> bytes:
+    p = resolve(params)
+    sk = require_bytes(sk, f"{p.name} compact secret key", p.csk_bytes)
+    return scheme.expand_sk_bytes(p, sk)
+
+
+def expand_pk(params, pk) -> bytes:
+    p = resolve(params)
+    pk = require_bytes(pk, f"{p.name} compact public key", p.cpk_bytes)
+    return scheme.expand_pk_bytes(p, pk)
+
+
+def sign(params, sk, msg, rng=None) -> bytes:
+    p = resolve(params)
+    sk = check_secret_key(p, sk)
+    msg = require_bytes(msg, "message")
+    return scheme.sign(p, expanded_secret(p, sk), msg, checked_rng(rng))
+
+
+def verify(params, pk, msg, sig) -> bool:
+    p = resolve(params)
+    pk = check_public_key(p, pk)
+    msg = require_bytes(msg, "message")
+    sig = check_signature(p, sig)
+    return scheme.verify(p, expanded_public(p, pk), msg, sig)
+
+
+def sign_nist(params, sk, msg, rng=None) -> bytes:
+    """The NIST API's signed message: signature || message."""
+    return sign(params, sk, msg, rng) + require_bytes(msg, "message")
+
+
+def open_nist(params, pk, sm) -> bytes:
+    """The message of a NIST signed message; InvalidSignature when it does not verify."""
+    p = resolve(params)
+    sm = require_bytes(sm, f"{p.name} signed message")
+    if len(sm) < p.sig_bytes:
+        raise InvalidSignature(f"{p.name} signed message must be at least {p.sig_bytes} bytes, got {len(sm)}")
+    msg = sm[p.sig_bytes:]
+    if not verify(p, pk, msg, sm[:p.sig_bytes]):
+        raise InvalidSignature(f"{p.name} signed message does not verify under this public key")
+    return msg

@@ -1,0 +1,149 @@
+"""MAYO key objects in the style of pyca/cryptography.
+
+    sk = MAYO2.generate_private_key()
+    sig = sk.sign(b"data")
+    sk.public_key().verify(sig, b"data")     # None, or raises InvalidSignature
+
+A private key serialises only its compact form (the seed). Expanded keys (the decoded matrices)
+are computed on first use and kept, so a key object that signs or verifies repeatedly pays for
+expansion once.
+"""
+
+from __future__ import annotations
+
+from ..errors import InvalidSignature, require_bytes
+from . import api, scheme
+from .params import MayoParams
+
+
+class MayoPublicKey:
+    """A MAYO public key (compact form: ``public_key_size`` bytes)."""
+
+    def __init__(self, algorithm: "MayoAlgorithm", cpk: bytes):
+        self.algorithm = algorithm
+        self._cpk = cpk
+        self._expanded = None
+
+    def public_bytes_raw(self) -> bytes:
+        """The specification's compact public key: seed_pk || P3."""
+        return self._cpk
+
+    def expanded(self) -> scheme.ExpandedPublicKey:
+        if self._expanded is None:
+            self._expanded = scheme.expand_pk(self.algorithm.params, self._cpk)
+        return self._expanded
+
+    def verify(self, signature: bytes, data: bytes) -> None:
+        """Return None when ``signature`` is valid for ``data``; raise InvalidSignature otherwise."""
+        p = self.algorithm.params
+        signature = require_bytes(signature, f"{p.name} signature")
+        data = require_bytes(data, "data")
+        if len(signature) != p.sig_bytes:
+            raise InvalidSignature(f"{p.name} signature must be {p.sig_bytes} bytes, got {len(signature)}")
+        if not scheme.verify(p, self.expanded(), data, signature):
+            raise InvalidSignature(f"{p.name} signature does not verify under this public key")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, MayoPublicKey) and other.algorithm is self.algorithm and other._cpk == self._cpk
+
+    def __hash__(self) -> int:
+        return hash((self.algorithm.name, self._cpk))
+
+    def __repr__(self) -> str:
+        return f"<MayoPublicKey {self.algorithm.name}>"
+
+
+class MayoPrivateKey:
+    """A MAYO private key (compact form: the ``private_key_size``-byte seed)."""
+
+    def __init__(self, algorithm: "MayoAlgorithm", csk: bytes, cpk: bytes | None = None):
+        self.algorithm = algorithm
+        self._csk = csk
+        self._cpk = cpk
+        self._expanded = None
+
+    def private_bytes_raw(self) -> bytes:
+        """The specification's compact secret key (seed_sk). Keep it secret."""
+        return self._csk
+
+    def expanded(self) -> scheme.ExpandedSecretKey:
+        if self._expanded is None:
+            self._expanded = scheme.expand_sk(self.algorithm.params, self._csk)
+        return self._expanded
+
+    def public_key(self) -> MayoPublicKey:
+        if self._cpk is None:
+            self._cpk = scheme.public_key_from_seed(self.algorithm.params, self._csk)
+        return MayoPublicKey(self.algorithm, self._cpk)
+
+    def sign(self, data: bytes, rng=None) -> bytes:
+        """Signature of ``data`` (``signature_size`` bytes). ``rng`` feeds the salt randomness."""
+        data = require_bytes(data, "data")
+        return scheme.sign(self.algorithm.params, self.expanded(), data, api.checked_rng(rng))
+
+    def __repr__(self) -> str:
+        return f"<MayoPrivateKey {self.algorithm.name}>"
+
+
+class MayoAlgorithm:
+    """One MAYO parameter set: key constructors, the NIST-API functions, sizes."""
+
+    kind = "signature"
+
+    def __init__(self, params: MayoParams):
+        self.params = params
+        self.name = params.name
+        self.public_key_size = params.cpk_bytes
+        self.private_key_size = params.csk_bytes
+        self.signature_size = params.sig_bytes
+
+    def generate_private_key(self, rng=None) -> MayoPrivateKey:
+        cpk, csk = api.keypair(self.params, rng)
+        return MayoPrivateKey(self, csk, cpk)
+
+    def private_key_from_bytes(self, data: bytes) -> MayoPrivateKey:
+        """A private key from its compact encoding (the seed)."""
+        return MayoPrivateKey(self, require_bytes(data, f"{self.name} private key", self.private_key_size))
+
+    def public_key_from_bytes(self, data: bytes) -> MayoPublicKey:
+        """A public key from its compact encoding."""
+        return MayoPublicKey(self, require_bytes(data, f"{self.name} public key", self.public_key_size))
+
+    # the NIST API on bytes, as the functional layer
+    def keypair(self, rng=None):
+        return api.keypair(self.params, rng)
+
+    def sign(self, sk, msg, rng=None) -> bytes:
+        return api.sign(self.params, sk, msg, rng)
+
+    def verify(self, pk, msg, sig) -> bool:
+        return api.verify(self.params, pk, msg, sig)
+
+    def sign_nist(self, sk, msg, rng=None) -> bytes:
+        return api.sign_nist(self.params, sk, msg, rng)
+
+    def open_nist(self, pk, sm) -> bytes:
+        return api.open_nist(self.params, pk, sm)
+
+    def benchmark_ops(self) -> dict:
+        """Operations as the benchmark measures them, on prepared inputs."""
+        import os
+        sk = self.generate_private_key()
+        pk = sk.public_key()
+        csk, cpk = sk.private_bytes_raw(), pk.public_bytes_raw()
+        msg = os.urandom(32)
+        sig = sk.sign(msg)
+        esk, epk = sk.expanded(), pk.expanded()
+        p = self.params
+        return {
+            "keygen": lambda: api.keypair(p),
+            "sign": lambda: api.sign(p, csk, msg),
+            "verify": lambda: api.verify(p, cpk, msg, sig),
+            "sign (expanded sk)": lambda: scheme.sign(p, esk, msg, os.urandom),
+            "verify (expanded pk)": lambda: scheme.verify(p, epk, msg, sig),
+            "expand sk": lambda: scheme.expand_sk(p, csk),
+            "expand pk": lambda: scheme.expand_pk(p, cpk),
+        }
+
+    def __repr__(self) -> str:
+        return f"<MAYO {self.name}>"

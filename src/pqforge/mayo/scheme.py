@@ -1,0 +1,211 @@
+"""MAYO at the level of the specification (NIST Round 2): keygen, expansion, sign, verify.
+
+The steps follow the specification's algorithms line by line; matrix products and the linear
+solve run in compiled kernels (``kernels.py``). Byte strings are decoded once into the internal
+form (bitsliced m-vectors, GF(16) element arrays) and encoded once on the way out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..gf16 import bitslice, decode_nibbles, encode_nibbles, unbitslice
+from ..symmetric import aes128_ctr, shake256
+from . import kernels
+from .params import MayoParams
+
+
+# -- decoding and encoding at the byte boundary --------------------------------------------------
+
+def decode_mvecs(params: MayoParams, data: bytes, count: int) -> np.ndarray:
+    """``count`` consecutive m-vectors (m/2 bytes each) -> (count, W) bitsliced words."""
+    elements = decode_nibbles(data, count * params.m).reshape(count, params.m)
+    return bitslice(elements, params.limbs)
+
+
+def encode_mvecs(params: MayoParams, words: np.ndarray) -> bytes:
+    return encode_nibbles(unbitslice(words, params.m))
+
+
+def decode_upper(params: MayoParams, data: bytes, size: int) -> np.ndarray:
+    """An upper-triangular matrix of m-vectors (entries row by row, j >= i) -> (size, size, W)."""
+    full = np.zeros((size, size, params.words), np.uint64)
+    full[np.triu_indices(size)] = decode_mvecs(params, data, size * (size + 1) // 2)
+    return full
+
+
+def encode_upper(params: MayoParams, full: np.ndarray) -> bytes:
+    return encode_mvecs(params, full[np.triu_indices(full.shape[0])])
+
+
+def decode_matrix(params: MayoParams, data: bytes, rows: int, cols: int) -> np.ndarray:
+    return decode_mvecs(params, data, rows * cols).reshape(rows, cols, params.words)
+
+
+def decode_oil(params: MayoParams, data: bytes) -> np.ndarray:
+    """The oil matrix O, (n-o) x o elements, row by row."""
+    return decode_nibbles(data, params.v * params.o).reshape(params.v, params.o)
+
+
+def upper(square: np.ndarray) -> np.ndarray:
+    """Upper(X): X[i, j] + X[j, i] above the diagonal, the diagonal kept, zeros below."""
+    size = square.shape[0]
+    out = square ^ square.transpose(1, 0, 2)
+    out[np.tril_indices(size, -1)] = 0
+    diag = np.arange(size)
+    out[diag, diag] = square[diag, diag]
+    return out
+
+
+# -- keys in their internal form -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ExpandedSecretKey:
+    """seed_sk and the decoded secret matrices: O (elements), P1 and L (bitsliced)."""
+    seed_sk: bytes
+    O: np.ndarray       # (v, o) uint8
+    P1: np.ndarray      # (v, v, W) upper triangular
+    L: np.ndarray       # (v, o, W)   L = (P1 + P1^T) O + P2
+
+
+@dataclass(frozen=True)
+class ExpandedPublicKey:
+    """P = [[P1, P2], [0, P3]], one upper-triangular (n, n, W) matrix of m-vectors."""
+    P: np.ndarray
+
+
+def _seed_expansion(params: MayoParams, seed_sk: bytes):
+    """S = SHAKE256(seed_sk): seed_pk and the encoded oil matrix."""
+    s = shake256(seed_sk, params.pk_seed_bytes + params.O_bytes)
+    return s[:params.pk_seed_bytes], s[params.pk_seed_bytes:]
+
+
+def _public_matrices(params: MayoParams, seed_pk: bytes):
+    """P1 (upper, v x v) and P2 (v x o) from AES-128-CTR(seed_pk)."""
+    p = aes128_ctr(seed_pk, params.P1_bytes + params.P2_bytes)
+    P1 = decode_upper(params, p[:params.P1_bytes], params.v)
+    P2 = decode_matrix(params, p[params.P1_bytes:], params.v, params.o)
+    return p, P1, P2
+
+
+def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
+    """(cpk, csk) with csk = seed_sk drawn from ``rng`` (the specification's MAYO.CompactKeyGen)."""
+    seed_sk = rng(params.sk_seed_bytes)
+    return public_key_from_seed(params, seed_sk), seed_sk
+
+
+def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
+    """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
+    seed_pk, o_bytes = _seed_expansion(params, seed_sk)
+    O = decode_oil(params, o_bytes)
+    _, P1, P2 = _public_matrices(params, seed_pk)
+    Q = P2.copy()
+    kernels.mul_right(P1, O, True, Q)                      # Q = P1 O + P2
+    P3 = np.zeros((params.o, params.o, params.words), np.uint64)
+    kernels.mul_left_transposed(O, Q, False, P3)           # O^T Q  (minus signs vanish in characteristic 2)
+    return seed_pk + encode_upper(params, upper(P3))
+
+
+def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
+    seed_pk, o_bytes = _seed_expansion(params, csk)
+    O = decode_oil(params, o_bytes)
+    _, P1, P2 = _public_matrices(params, seed_pk)
+    L = P2.copy()
+    kernels.mul_right(P1 ^ P1.transpose(1, 0, 2), O, False, L)   # L = (P1 + P1^T) O + P2
+    return ExpandedSecretKey(csk, O, P1, L)
+
+
+def expand_sk_bytes(params: MayoParams, csk: bytes) -> bytes:
+    """The specification's expanded secret key: seed_sk || O || P1 || L."""
+    esk = expand_sk(params, csk)
+    seed_pk, o_bytes = _seed_expansion(params, csk)
+    p = aes128_ctr(seed_pk, params.P1_bytes)
+    return csk + o_bytes + p + encode_mvecs(params, esk.L.reshape(-1, params.words))
+
+
+def decode_esk(params: MayoParams, esk: bytes) -> ExpandedSecretKey:
+    a = params.sk_seed_bytes
+    b = a + params.O_bytes
+    c = b + params.P1_bytes
+    return ExpandedSecretKey(esk[:a], decode_oil(params, esk[a:b]), decode_upper(params, esk[b:c], params.v),
+                             decode_matrix(params, esk[c:], params.v, params.o))
+
+
+def expand_pk(params: MayoParams, cpk: bytes) -> ExpandedPublicKey:
+    seed_pk = cpk[:params.pk_seed_bytes]
+    _, P1, P2 = _public_matrices(params, seed_pk)
+    P3 = decode_upper(params, cpk[params.pk_seed_bytes:], params.o)
+    return _assemble_public(params, P1, P2, P3)
+
+
+def expand_pk_bytes(params: MayoParams, cpk: bytes) -> bytes:
+    """The specification's expanded public key: P1 || P2 || P3."""
+    return aes128_ctr(cpk[:params.pk_seed_bytes], params.P1_bytes + params.P2_bytes) + cpk[params.pk_seed_bytes:]
+
+
+def decode_epk(params: MayoParams, epk: bytes) -> ExpandedPublicKey:
+    a, b = params.P1_bytes, params.P1_bytes + params.P2_bytes
+    return _assemble_public(params, decode_upper(params, epk[:a], params.v),
+                            decode_matrix(params, epk[a:b], params.v, params.o),
+                            decode_upper(params, epk[b:], params.o))
+
+
+def _assemble_public(params, P1, P2, P3) -> ExpandedPublicKey:
+    v = params.v
+    P = np.zeros((params.n, params.n, params.words), np.uint64)
+    P[:v, :v], P[:v, v:], P[v:, v:] = P1, P2, P3
+    return ExpandedPublicKey(P)
+
+
+# -- signing and verification --------------------------------------------------------------------
+
+def _target(params: MayoParams, digest: bytes, salt: bytes) -> np.ndarray:
+    """t = Decode_vec(m, SHAKE256(M_digest || salt))."""
+    return decode_nibbles(shake256(digest + salt, params.m_bytes), params.m).copy()
+
+
+def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
+    """The signature encode(s) || salt of ``msg`` (the specification's MAYO.Sign)."""
+    k, o, v, m = params.k, params.o, params.v, params.m
+    digest = shake256(msg, params.digest_bytes)
+    salt = shake256(digest + rng(params.salt_bytes) + esk.seed_sk, params.salt_bytes)
+    t = _target(params, digest, salt)
+    f_tail = np.array(params.f_tail, np.int64)
+    x = np.zeros(k * o, np.uint8)
+    for ctr in range(256):
+        vr = shake256(digest + salt + esk.seed_sk + bytes([ctr]), k * params.v_bytes + params.r_bytes)
+        V = np.stack([decode_nibbles(vr[i * params.v_bytes:(i + 1) * params.v_bytes], v) for i in range(k)])
+        r = decode_nibbles(vr[k * params.v_bytes:], k * o)
+        Vt = np.ascontiguousarray(V.T)
+        M = np.zeros((k, o, params.words), np.uint64)
+        kernels.mul_left_transposed(Vt, esk.L, False, M)          # M_i = v_i^T L
+        VP1 = np.zeros((k, v, params.words), np.uint64)
+        kernels.mul_left_transposed(Vt, esk.P1, True, VP1)        # v_i^T P1
+        U = np.zeros((k, k, params.words), np.uint64)
+        kernels.mul_right(VP1, Vt, False, U)                      # U[i, j] = v_i^T P1 v_j
+        y = t.copy()
+        A = np.zeros((m, k * o), np.uint8)
+        kernels.whip(U, M, m, f_tail, y, A)                       # y = t - sum z^ell u, A = sum z^ell [M]
+        if kernels.sample_solution(A, y, r, x):
+            break
+    else:  # probability far below 2^-256
+        raise RuntimeError("MAYO signing found no full-rank system in 256 attempts")
+    s = np.zeros(k * params.n, np.uint8)
+    kernels.assemble_signature(V, esk.O, x, params.n, s)
+    return encode_nibbles(s) + salt
+
+
+def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -> bool:
+    """True when P*(s) = t (the specification's MAYO.Verify). ``sig`` must have sig_bytes bytes."""
+    k, m = params.k, params.m
+    salt = sig[params.sig_bytes - params.salt_bytes:]
+    s = decode_nibbles(sig, k * params.n).reshape(k, params.n).copy()
+    t = _target(params, shake256(msg, params.digest_bytes), salt)
+    U = np.zeros((k, k, params.words), np.uint64)
+    kernels.eval_public(epk.P, s, U)
+    y = np.zeros(m, np.uint8)
+    kernels.whip(U, np.zeros((k, 0, params.words), np.uint64), m, np.array(params.f_tail, np.int64), y,
+                 np.zeros((m, 0), np.uint8))
+    return bool(np.array_equal(y, t))

@@ -1,0 +1,138 @@
+"""Round trips, compact and expanded paths, tampering and bad input for all four sets."""
+
+import os
+import random
+
+import pytest
+
+import pqforge
+from pqforge import mayo
+from pqforge.drbg import NistCtrDrbg
+from pqforge.errors import InvalidInput, InvalidKey, InvalidSignature, InvalidType, UnknownAlgorithm
+
+ALGS = list(mayo.ALGORITHMS.values())
+
+
+@pytest.fixture(scope="module", params=ALGS, ids=lambda a: a.name)
+def keyed(request):
+    alg = request.param
+    sk = alg.generate_private_key()
+    return alg, sk, sk.public_key()
+
+
+def test_sizes_match_the_specification():
+    expected = {"MAYO-1": (24, 1420, 454), "MAYO-2": (24, 4912, 186),
+                "MAYO-3": (32, 2986, 681), "MAYO-5": (40, 5554, 964)}
+    for alg in ALGS:
+        assert (alg.private_key_size, alg.public_key_size, alg.signature_size) == expected[alg.name]
+
+
+def test_round_trip_with_fresh_randomness(keyed):
+    alg, sk, pk = keyed
+    for msg in (b"", b"data", os.urandom(1000)):
+        sig = sk.sign(msg)
+        assert len(sig) == alg.signature_size
+        assert pk.verify(sig, msg) is None
+    assert sk.sign(b"x") != sk.sign(b"x")  # fresh salt randomness
+
+
+def test_keys_round_trip_through_bytes(keyed):
+    alg, sk, pk = keyed
+    sk2 = alg.private_key_from_bytes(sk.private_bytes_raw())
+    pk2 = alg.public_key_from_bytes(pk.public_bytes_raw())
+    assert sk2.public_key() == pk == pk2
+    pk2.verify(sk2.sign(b"m"), b"m")
+
+
+def test_expanded_and_compact_paths_agree(keyed):
+    alg, sk, pk = keyed
+    csk, cpk = sk.private_bytes_raw(), pk.public_bytes_raw()
+    esk, epk = mayo.expand_sk(alg, csk), mayo.expand_pk(alg, cpk)
+    assert len(esk) == alg.params.esk_bytes and len(epk) == alg.params.epk_bytes
+    seed = bytes(range(48))
+    sig_c = mayo.sign(alg, csk, b"msg", rng=NistCtrDrbg(seed))
+    sig_e = mayo.sign(alg, esk, b"msg", rng=NistCtrDrbg(seed))
+    sig_o = sk.sign(b"msg", rng=NistCtrDrbg(seed))
+    assert sig_c == sig_e == sig_o
+    for key in (cpk, epk):
+        assert mayo.verify(alg, key, b"msg", sig_c)
+        assert not mayo.verify(alg, key, b"msh", sig_c)
+
+
+def test_nist_api_forms(keyed):
+    alg, sk, pk = keyed
+    sm = alg.sign_nist(sk.private_bytes_raw(), b"hello")
+    assert sm[alg.signature_size:] == b"hello"
+    assert alg.open_nist(pk.public_bytes_raw(), sm) == b"hello"
+    bad = bytearray(sm)
+    bad[-1] ^= 1
+    with pytest.raises(InvalidSignature):
+        alg.open_nist(pk.public_bytes_raw(), bytes(bad))
+
+
+def _flip(data: bytes, bit: int) -> bytes:
+    out = bytearray(data)
+    out[bit // 8] ^= 1 << (bit % 8)
+    return bytes(out)
+
+
+def test_any_single_bit_flip_fails(keyed):
+    alg, sk, pk = keyed
+    rnd = random.Random(alg.name)
+    msg = b"the message that was signed"
+    sig = sk.sign(msg)
+    cpk = pk.public_bytes_raw()
+    sig_bits = len(sig) * 8
+    # both ends of the signature (first nibbles, salt), plus random positions
+    positions = [0, 1, 4, sig_bits - 1, sig_bits - 8 * alg.params.salt_bytes] + rnd.sample(range(sig_bits), 20)
+    for bit in positions:
+        assert not mayo.verify(alg, cpk, msg, _flip(sig, bit)), f"signature bit {bit}"
+    for bit in rnd.sample(range(len(msg) * 8), 10):
+        assert not mayo.verify(alg, cpk, _flip(msg, bit), sig), f"message bit {bit}"
+    for bit in [0, 127, 128, len(cpk) * 8 - 1] + rnd.sample(range(len(cpk) * 8), 10):
+        assert not mayo.verify(alg, _flip(cpk, bit), msg, sig), f"public key bit {bit}"
+
+
+def test_wrong_lengths_and_types_raise_clear_errors(keyed):
+    alg, sk, pk = keyed
+    sig = sk.sign(b"m")
+    with pytest.raises(InvalidSignature, match=f"{alg.signature_size} bytes"):
+        pk.verify(sig[:-1], b"m")
+    with pytest.raises(InvalidInput, match=f"{alg.signature_size} bytes"):
+        mayo.verify(alg, pk.public_bytes_raw(), b"m", sig + b"\0")
+    with pytest.raises(InvalidKey, match=f"{alg.public_key_size} bytes"):
+        mayo.verify(alg, pk.public_bytes_raw()[:-1], b"m", sig)
+    with pytest.raises(InvalidKey, match=f"{alg.private_key_size} bytes"):
+        mayo.sign(alg, b"short", b"m")
+    with pytest.raises(InvalidInput, match=f"{alg.private_key_size} bytes"):
+        alg.private_key_from_bytes(bytes(alg.private_key_size + 1))
+    with pytest.raises(InvalidInput, match=f"{alg.public_key_size} bytes"):
+        alg.public_key_from_bytes(b"")
+    with pytest.raises(InvalidType, match="bytes, not str"):
+        sk.sign("text")
+    with pytest.raises(InvalidType, match="bytes, not str"):
+        pk.verify("sig", b"m")
+    with pytest.raises(InvalidType):
+        mayo.verify(alg, pk.public_bytes_raw(), None, sig)
+
+
+def test_malformed_signature_of_right_length_just_fails(keyed):
+    alg, sk, pk = keyed
+    for junk in (bytes(alg.signature_size), b"\xff" * alg.signature_size, os.urandom(alg.signature_size)):
+        assert not mayo.verify(alg, pk.public_bytes_raw(), b"m", junk)
+        with pytest.raises(InvalidSignature):
+            pk.verify(junk, b"m")
+
+
+def test_bad_rng_and_names():
+    with pytest.raises(InvalidInput, match="expected 24 bytes"):
+        mayo.MAYO2.generate_private_key(rng=lambda n: b"\0" * (n - 1))
+    with pytest.raises(InvalidType, match="callable"):
+        mayo.MAYO2.generate_private_key(rng=42)
+    with pytest.raises(UnknownAlgorithm, match="MAYO-2"):
+        mayo.get("MAYO-4")
+    with pytest.raises(UnknownAlgorithm):
+        mayo.keypair("mayo-7")
+    assert mayo.get("mayo-2") is mayo.MAYO2
+    assert isinstance(InvalidKey("x"), ValueError) and isinstance(InvalidType("x"), TypeError)
+    assert issubclass(InvalidSignature, pqforge.PQForgeError)

@@ -1,0 +1,202 @@
+"""Every compiled kernel equals its plain-Python twin, and both equal a GF(16) reference."""
+
+import numpy as np
+import pytest
+
+from pqforge.gf16 import bitslice, unbitslice
+from pqforge.gf16 import kernels as gk
+from pqforge.mayo import kernels as mk
+
+RNG = np.random.default_rng(2026)
+
+
+def ref_mul(a, b):
+    """Schoolbook GF(16) product, written independently of the kernels."""
+    r = 0
+    for i in range(4):
+        if (a >> i) & 1:
+            r ^= b << i
+    for d in (6, 5, 4):
+        if (r >> d) & 1:
+            r ^= 0b10011 << (d - 4)
+    return r
+
+
+MUL = np.array([[ref_mul(a, b) for b in range(16)] for a in range(16)], np.uint8)
+
+
+def ref_matmul(X, Y):
+    """GF(16) matrix product of element arrays."""
+    out = np.zeros((X.shape[0], Y.shape[1]), np.uint8)
+    for j in range(X.shape[1]):
+        out ^= MUL[X[:, j][:, None], Y[j, :][None, :]]
+    return out
+
+
+def elements(*shape):
+    return RNG.integers(0, 16, shape, dtype=np.uint8)
+
+
+def test_scalar_kernels_match_twins_and_reference():
+    for a in range(16):
+        assert gk.gf16_inv(a) == gk.gf16_inv.py_func(a)
+        for b in range(16):
+            assert gk.gf16_mul(a, b) == gk.gf16_mul.py_func(a, b) == MUL[a, b]
+    for v in (0, 1, 2, 2**63, 2**64 - 1, 12345):
+        expect = 0 if v == 0 else 2**64 - 1
+        assert gk.nonzero_mask(np.uint64(v)) == gk.nonzero_mask.py_func(np.uint64(v)) == expect
+
+
+@pytest.mark.parametrize("m", [64, 78, 142])
+def test_mul_add_scalar(m):
+    limbs = (m + 63) // 64
+    a = elements(m)
+    for s in range(16):
+        acc_c = np.zeros(4 * limbs, np.uint64)
+        acc_p = acc_c.copy()
+        gk.mul_add_scalar(acc_c, bitslice(a, limbs), s, limbs)
+        gk.mul_add_scalar.py_func(acc_p, bitslice(a, limbs), s, limbs)
+        assert np.array_equal(acc_c, acc_p)
+        assert np.array_equal(unbitslice(acc_c, m), MUL[s, a])
+
+
+def mvec_matrix(rows, cols, m):
+    el = elements(rows, cols, m)
+    return el, bitslice(el, (m + 63) // 64)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_mul_right(upper):
+    m, R, J, C = 78, 6, 6, 3
+    el, A = mvec_matrix(R, J, m)
+    if upper:
+        el = el * np.triu(np.ones((R, J), np.uint8))[:, :, None]
+        A = bitslice(el, 2)
+    B = elements(J, C)
+    outs = []
+    for fn in (mk.mul_right, mk.mul_right.py_func):
+        out = np.zeros((R, C, 8), np.uint64)
+        fn(A, B, upper, out)
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+    got = unbitslice(outs[0], m)
+    for e in range(m):   # equation by equation: the m-th coordinate is an ordinary matrix product
+        assert np.array_equal(got[:, :, e], ref_matmul(el[:, :, e], B))
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_mul_left_transposed(upper):
+    m, J, C, R = 64, 5, 5, 4
+    el, A = mvec_matrix(J, C, m)
+    if upper:
+        el = el * np.triu(np.ones((J, C), np.uint8))[:, :, None]
+        A = bitslice(el, 1)
+    B = elements(J, R)
+    outs = []
+    for fn in (mk.mul_left_transposed, mk.mul_left_transposed.py_func):
+        out = np.zeros((R, C, 4), np.uint64)
+        fn(B, A, upper, out)
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+    got = unbitslice(outs[0], m)
+    for e in range(m):
+        assert np.array_equal(got[:, :, e], ref_matmul(B.T, el[:, :, e]))
+
+
+def test_eval_public():
+    m, n, k = 78, 7, 3
+    el = elements(n, n, m) * np.triu(np.ones((n, n), np.uint8))[:, :, None]
+    P = bitslice(el, 2)
+    S = elements(k, n)
+    outs = []
+    for fn in (mk.eval_public, mk.eval_public.py_func):
+        out = np.zeros((k, k, 8), np.uint64)
+        fn(P, S, out)
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+    got = unbitslice(outs[0], m)
+    for e in range(m):
+        assert np.array_equal(got[:, :, e], ref_matmul(ref_matmul(S, el[:, :, e]), S.T))
+
+
+def ref_whip(U, M, m, tail):
+    """The whipped sums with explicit polynomial arithmetic modulo z^m + tail(z)."""
+    k, o = U.shape[0], M.shape[1]
+
+    def times_z_pow(vec, ell):
+        vec = list(vec)
+        for _ in range(ell):
+            top = vec[-1]
+            vec = [0] + vec[:-1]
+            for t in range(4):
+                vec[t] ^= ref_mul(top, tail[t])
+        return np.array(vec, np.uint8)
+
+    y = np.zeros(m, np.uint8)
+    A = np.zeros((m, k * o), np.uint8)
+    ell = 0
+    for i in range(k):
+        for j in range(k - 1, i - 1, -1):
+            u = U[i, j] ^ (U[j, i] if i != j else 0)
+            y ^= times_z_pow(u, ell)
+            for c in range(o):
+                A[:, i * o + c] ^= times_z_pow(M[j, c], ell)
+                if i != j:
+                    A[:, j * o + c] ^= times_z_pow(M[i, c], ell)
+            ell += 1
+    return y, A
+
+
+def test_whip():
+    m, k, o, tail = 64, 4, 3, (8, 0, 2, 8)
+    Uel, Mel = elements(k, k, m), elements(k, o, m)
+    U, M = bitslice(Uel, 1), bitslice(Mel, 1)
+    outs = []
+    for fn in (mk.whip, mk.whip.py_func):
+        y, A = np.zeros(m, np.uint8), np.zeros((m, k * o), np.uint8)
+        fn(U, M, m, np.array(tail, np.int64), y, A)
+        outs.append((y, A))
+    assert np.array_equal(outs[0][0], outs[1][0]) and np.array_equal(outs[0][1], outs[1][1])
+    y_ref, A_ref = ref_whip(Uel, Mel, m, tail)
+    assert np.array_equal(outs[0][0], y_ref) and np.array_equal(outs[0][1], A_ref)
+
+
+@pytest.mark.parametrize("m,ko", [(6, 9), (10, 12), (8, 8)])
+def test_sample_solution(m, ko):
+    for trial in range(20):
+        A = elements(m, ko)
+        if trial % 5 == 0:
+            A[m - 1] = A[0]          # rank-deficient systems must be reported as failures
+        y, r = elements(m), elements(ko)
+        x_c, x_p = np.zeros(ko, np.uint8), np.zeros(ko, np.uint8)
+        ok_c = mk.sample_solution(A, y, r, x_c)
+        ok_p = mk.sample_solution.py_func(A, y, r, x_p)
+        assert ok_c == ok_p
+        if ok_c:
+            assert np.array_equal(x_c, x_p)
+            assert np.array_equal(ref_matmul(A, x_c[:, None])[:, 0], y)
+        if trial % 5 == 0:
+            assert not ok_c
+
+
+def test_assemble_signature():
+    k, v, o, n = 3, 5, 2, 7
+    V, O, x = elements(k, v), elements(v, o), elements(k * o)
+    s_c, s_p = np.zeros(k * n, np.uint8), np.zeros(k * n, np.uint8)
+    mk.assemble_signature(V, O, x, n, s_c)
+    mk.assemble_signature.py_func(V, O, x, n, s_p)
+    assert np.array_equal(s_c, s_p)
+    for i in range(k):
+        xi = x[i * o:(i + 1) * o]
+        assert np.array_equal(s_c[i * n:i * n + v], V[i] ^ ref_matmul(O, xi[:, None])[:, 0])
+        assert np.array_equal(s_c[i * n + v:(i + 1) * n], xi)
+
+
+def test_bitslice_round_trip():
+    for m in (1, 63, 64, 65, 142):
+        el = elements(5, m)
+        w = bitslice(el, (m + 63) // 64)
+        assert np.array_equal(unbitslice(w, m), el)
+        out = np.zeros(m, np.uint8)
+        mk.unbitslice_into(w[2], m, out)
+        assert np.array_equal(out, el[2])
