@@ -1,1 +1,231 @@
-"""The package's own constant-time targets (registered on import)."""
+"""The package's own constant-time targets, registered on import.
+
+Kernel targets call one compiled kernel on buffers prepared at the parameter set's real sizes;
+their secret arguments are those the kernel's docstring names (``pqforge.gf16.kernels``,
+``pqforge.mayo.kernels``), and the trace check covers all of them. Operation targets time a whole
+call of the functional API. Targets appear only for the scheme packages that exist.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .registry import Target, register
+
+MAYO_ALGS = ("MAYO-2", "MAYO-1", "MAYO-3", "MAYO-5")
+"""MAYO-2 first: the default parameter set of a MAYO target."""
+
+_SHARED = np.random.default_rng()
+"""Randomness that both classes draw alike (signing salts, which signature to verify)."""
+
+
+def _mayo_params(alg):
+    from ..mayo.api import resolve
+    return resolve(alg)
+
+
+def _el(rng, *shape) -> np.ndarray:
+    """Random GF(16) elements."""
+    return rng.integers(0, 16, shape, dtype=np.uint8)
+
+
+def _mvecs(rng, p, *shape) -> np.ndarray:
+    """Random bitsliced m-vectors (unused high bits zero, as the scheme keeps them)."""
+    from ..gf16 import bitslice
+    return bitslice(_el(rng, *shape, p.m), p.limbs)
+
+
+def _upper_mvecs(rng, p, size) -> np.ndarray:
+    full = _mvecs(rng, p, size, size)
+    full[np.tril_indices(size, -1)] = 0
+    return full
+
+
+# -- GF(16) kernels -----------------------------------------------------------------------------
+
+def _gf16_targets():
+    from ..gf16 import kernels as gk
+    algs = dict(algs=MAYO_ALGS, params_for=_mayo_params)
+
+    def scalar_pair(p, rng, fixed):
+        return (int(rng.integers(16)), int(rng.integers(16)))
+
+    def scalar(p, rng, fixed):
+        return (int(rng.integers(16)),)
+
+    def word(p, rng, fixed):
+        return (np.uint64(0) if fixed else np.uint64(rng.integers(1, 2 ** 63)),)
+
+    def bit(p, rng, fixed):
+        return (int(rng.integers(16)), int(rng.integers(4)))
+
+    def mul_add(p, rng, fixed):
+        return (_mvecs(rng, p), _mvecs(rng, p), int(rng.integers(16)), p.limbs)
+
+    return [
+        Target("gf16-mul", "GF(16) product of two scalars (both secret)", gk.gf16_mul, scalar_pair,
+               secret_args=("a", "b"), **algs),
+        Target("gf16-inv", "GF(16) inverse a^14 (a secret)", gk.gf16_inv, scalar, secret_args=("a",), **algs),
+        Target("gf16-nonzero-mask", "all-ones mask when a word is nonzero: zero word vs random word",
+               gk.nonzero_mask, word, secret_args=("v",), classes=("zero", "random"), **algs),
+        Target("gf16-bit-mask", "mask of bit t of a secret scalar", gk.bit_mask, bit, secret_args=("s",),
+               **algs),
+        Target("gf16-mul-add-scalar", "acc ^= s * a on bitsliced m-vectors (all secret)", gk.mul_add_scalar,
+               mul_add, secret_args=("acc", "a", "s"), **algs),
+    ]
+
+
+# -- MAYO kernels -------------------------------------------------------------------------------
+
+def _mayo_kernel_targets():
+    from ..mayo import kernels as mk
+    algs = dict(algs=MAYO_ALGS, params_for=_mayo_params)
+
+    def mul_right_keygen(p, rng, fixed):   # Q = P1 O + P2: O secret
+        return (_upper_mvecs(rng, p, p.v), _el(rng, p.v, p.o), True, _mvecs(rng, p, p.v, p.o))
+
+    def mul_right_sign(p, rng, fixed):     # U = (V P1) V^T: both secret
+        return (_mvecs(rng, p, p.k, p.v), _el(rng, p.v, p.k), False,
+                np.zeros((p.k, p.k, p.words), np.uint64))
+
+    def mul_left_sign_L(p, rng, fixed):    # M_i = v_i^T L: V and L secret
+        return (_el(rng, p.v, p.k), _mvecs(rng, p, p.v, p.o), False, np.zeros((p.k, p.o, p.words), np.uint64))
+
+    def mul_left_sign_P1(p, rng, fixed):   # v_i^T P1 with P1 upper: V secret
+        return (_el(rng, p.v, p.k), _upper_mvecs(rng, p, p.v), True, np.zeros((p.k, p.v, p.words), np.uint64))
+
+    def whip(p, rng, fixed):
+        return (_mvecs(rng, p, p.k, p.k), _mvecs(rng, p, p.k, p.o), p.m, np.array(p.f_tail, np.int64),
+                _el(rng, p.m), np.zeros((p.m, p.k * p.o), np.uint8))
+
+    def solve(p, rng, fixed):
+        ko = p.k * p.o
+        return (_el(rng, p.m, ko), _el(rng, p.m), _el(rng, ko), np.zeros(ko, np.uint8))
+
+    def solve_late_pivots(p, rng, fixed):
+        A, y, r, x = solve(p, rng, fixed)
+        if fixed:  # the first ko - m columns zero: every pivot search runs to the far end
+            A[:, :A.shape[1] - A.shape[0]] = 0
+        return (A, y, r, x)
+
+    def solve_rank(p, rng, fixed):
+        A, y, r, x = solve(p, rng, fixed)
+        if fixed:  # rank m - 1: the last row is the sum of the first two
+            A[-1] = A[0] ^ A[1]
+        return (A, y, r, x)
+
+    def assemble(p, rng, fixed):
+        return (_el(rng, p.k, p.v), _el(rng, p.v, p.o), _el(rng, p.k * p.o), p.n, np.zeros(p.k * p.n, np.uint8))
+
+    def eval_public(p, rng, fixed):
+        return (_upper_mvecs(rng, p, p.n), _el(rng, p.k, p.n), np.zeros((p.k, p.k, p.words), np.uint64))
+
+    return [
+        Target("mayo-mul-right-keygen", "P1 O + P2 as in key generation (oil matrix O secret)", mk.mul_right,
+               mul_right_keygen, secret_args=("B",), **algs),
+        Target("mayo-mul-right-sign", "(V P1) V^T as in signing (both factors secret)", mk.mul_right,
+               mul_right_sign, secret_args=("A", "B"), **algs),
+        Target("mayo-mul-left-transposed-L", "v_i^T L as in signing (V and L secret)", mk.mul_left_transposed,
+               mul_left_sign_L, secret_args=("B", "A"), **algs),
+        Target("mayo-mul-left-transposed-P1", "v_i^T P1, P1 upper triangular (V secret)",
+               mk.mul_left_transposed, mul_left_sign_P1, secret_args=("B",), **algs),
+        Target("mayo-whip", "combining the k(k+1)/2 evaluations with powers of z (U, M, y, A secret)",
+               mk.whip, whip, secret_args=("U", "M", "y", "A"), **algs),
+        Target("mayo-sample-solution", "solution sampling: echelon form and back substitution of "
+               "A x = y (A, y, r secret)", mk.sample_solution, solve, secret_args=("A", "y", "r"), **algs),
+        Target("mayo-echelon-pivots", "echelon form: a system whose pivots all lie in the last m columns "
+               "vs a random system", mk.sample_solution, solve_late_pivots, secret_args=("A", "y", "r"),
+               classes=("late pivots", "random"), **algs),
+        Target("mayo-echelon-rank", "echelon form: a rank-deficient system vs a random (full-rank) one; the "
+               "rank bit itself is public", mk.sample_solution, solve_rank, secret_args=("A", "y", "r"),
+               classes=("rank m-1", "random"), **algs),
+        Target("mayo-assemble-signature", "s_i = (v_i + O x_i, x_i) (V, O, x secret)", mk.assemble_signature,
+               assemble, secret_args=("V", "O", "x"), **algs),
+        Target("mayo-eval-public", "P*(s) of verification: public data only (timing only)", mk.eval_public,
+               eval_public, **algs),
+    ]
+
+
+# -- MAYO operations ----------------------------------------------------------------------------
+
+class _Salt:
+    """A signing rng that returns bytes drawn in advance (outside the timed region)."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def __call__(self, n: int) -> bytes:
+        return self.data[:n]
+
+
+_MSG = b"pqforge constant-time campaign message"
+_SIGNING_KEY: dict = {}
+_VERIFY_POOL: dict = {}
+POOL_KEYS = 32
+POOL_SIGS = 8
+
+
+def _signing_key(p) -> bytes:
+    """One secret key per parameter set and process, shared by both classes."""
+    if p.name not in _SIGNING_KEY:
+        _SIGNING_KEY[p.name] = os.urandom(p.csk_bytes)
+    return _SIGNING_KEY[p.name]
+
+
+def _verify_pool(p):
+    """POOL_KEYS key pairs, each with POOL_SIGS valid signatures on random 32-byte messages."""
+    if p.name not in _VERIFY_POOL:
+        from .. import mayo
+        pool = []
+        for _ in range(POOL_KEYS):
+            pk, sk = mayo.keypair(p, os.urandom)
+            sigs = []
+            for _ in range(POOL_SIGS):
+                msg = os.urandom(32)
+                sigs.append((msg, mayo.sign(p, sk, msg, os.urandom)))
+            pool.append((pk, sigs))
+        _VERIFY_POOL[p.name] = pool
+    return _VERIFY_POOL[p.name]
+
+
+def _mayo_operation_targets():
+    from .. import mayo
+    algs = dict(algs=MAYO_ALGS, params_for=_mayo_params, kind="operation")
+
+    def sign_key(p, rng, fixed):
+        return (p, rng.bytes(p.csk_bytes), _MSG, _Salt(_SHARED.bytes(p.salt_bytes)))
+
+    def sign_message(p, rng, fixed):
+        return (p, _signing_key(p), rng.bytes(32), _Salt(_SHARED.bytes(p.salt_bytes)))
+
+    def verify_key(p, rng, fixed):
+        pool = _verify_pool(p)
+        pk, sigs = pool[int(rng.integers(len(pool)))]
+        msg, sig = sigs[int(_SHARED.integers(len(sigs)))]
+        return (p, pk, msg, sig)
+
+    return [
+        Target("mayo-sign-key", "whole signing (compact key, expansion included): fixed vs random secret "
+               "key, same message, fresh salt randomness", mayo.sign, sign_key, secret_args=("sk",), **algs),
+        Target("mayo-sign-message", "whole signing: one secret key, fixed vs random message, fresh salt "
+               "randomness", mayo.sign, sign_message, secret_args=("sk",), **algs),
+        Target("mayo-verify-key", f"whole verification (valid signatures): fixed vs random public key "
+               f"(from a pool of {POOL_KEYS}), message and signature drawn alike for both",
+               mayo.verify, verify_key, **algs),
+    ]
+
+
+def _register_all():
+    try:
+        import pqforge.mayo  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("pqforge.mayo", "pqforge.gf16"):
+            raise
+        return
+    for t in _gf16_targets() + _mayo_kernel_targets() + _mayo_operation_targets():
+        register(t, replace=True)
+
+
+_register_all()

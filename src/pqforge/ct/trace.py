@@ -384,11 +384,14 @@ def compare(fn: Callable, args_a: Sequence, args_b: Sequence, name: str | None =
     return check
 
 
-def secret_pair(target: Target, params, rng: np.random.Generator) -> tuple[tuple, tuple]:
-    """Two argument tuples with identical public arguments and independently drawn secrets."""
+def secret_pair(target: Target, params, rng: np.random.Generator,
+                first_fixed: bool = False) -> tuple[tuple, tuple]:
+    """Two argument tuples with identical public arguments and independently drawn secrets; with
+    ``first_fixed`` the first draws from the target's fixed class (zero words, rank-deficient
+    systems and the like), the second from its random class."""
     if target.trace_inputs is not None:
         return target.trace_inputs(params, rng)
-    a = target.make_inputs(params, rng, False)
+    a = target.make_inputs(params, rng, first_fixed)
     donor = target.make_inputs(params, rng, False)
     secret = set(target.secret_positions())
     b = tuple(donor[i] if i in secret else copy.deepcopy(a[i]) for i in range(len(a)))
@@ -396,15 +399,17 @@ def secret_pair(target: Target, params, rng: np.random.Generator) -> tuple[tuple
 
 
 def check_target(target: Target, alg: str | None = None, pairs: int = 2, seed: int = 0,
-                 opcodes: bool = False, indices: bool = True) -> TraceCheck:
-    """The trace check of a registered target over ``pairs`` independent secret pairs; the first
-    failing pair is reported."""
-    _, params = target.resolve_params(alg)
+                 opcodes: bool = False, indices: bool = True, params=None) -> TraceCheck:
+    """The trace check of a registered target over ``pairs`` secret pairs (the first pairs the
+    fixed class with the random class, the others two random-class draws); the first failing
+    pair is reported. ``params`` overrides the parameter object (smaller public sizes)."""
+    if params is None:
+        _, params = target.resolve_params(alg)
     rng = np.random.default_rng(seed)
     fn = target.twin if target.twin is not None else target.func
     worst = None
     for p in range(pairs):
-        a, b = secret_pair(target, params, rng)
+        a, b = secret_pair(target, params, rng, first_fixed=(p == 0))
         c = compare(fn, a, b, target.name, opcodes=opcodes, indices=indices)
         c.pairs = p + 1
         if not c.ok:

@@ -1,0 +1,60 @@
+"""The trace check over every registered kernel that sees secrets.
+
+At CI speed the kernels run at a small parameter set (the loop bounds are public sizes, so a
+smaller set changes how often each line runs, not which lines run for which secret); solution
+sampling also runs once at MAYO-2's real sizes. ``pqforge ct trace --alg MAYO-5`` runs any set.
+"""
+
+import pytest
+
+from pqforge.ct import registry, trace
+
+mayo = pytest.importorskip("pqforge.mayo")
+from pqforge.mayo.params import MayoParams  # noqa: E402
+
+# m = 12 keeps one 64-bit limb per plane; k*o = 66 gives the solver two limbs per row;
+# k(k+1)/2 + 3 < m as the whipping reduction requires
+SMALL = MayoParams("small", n=37, m=12, o=33, k=2, f_tail=(8, 0, 2, 8), salt_bytes=24,
+                   digest_bytes=32, pk_seed_bytes=16, sk_seed_bytes=24)
+
+KERNELS = [t for t in registry.traceable() if t.name.startswith(("gf16-", "mayo-"))]
+
+
+def test_every_secret_kernel_is_registered_for_the_trace_check():
+    from pqforge.gf16 import kernels as gk
+    from pqforge.mayo import kernels as mk
+    covered = {t.func for t in KERNELS}
+    public_only = {mk.eval_public}
+    helpers = {mk._combine_buckets, mk._entry, mk._eq_mask, mk._gt_mask, mk.unbitslice_into}
+    for module in (gk, mk):
+        for name, obj in vars(module).items():
+            if hasattr(obj, "py_func") and obj not in public_only | helpers:
+                assert obj in covered, f"{module.__name__}.{name} sees secrets but is not trace-checked"
+
+
+@pytest.mark.parametrize("target", KERNELS, ids=lambda t: t.name)
+def test_secret_kernels_have_secret_independent_flow_and_indices(target):
+    result = trace.check_target(target, pairs=2, params=SMALL)
+    assert result.ok, result.summary()
+    assert result.same_indices is True, result.summary()
+
+
+@pytest.mark.parametrize("name", ["mayo-whip", "mayo-sample-solution", "gf16-nonzero-mask"])
+def test_no_hidden_conditional_at_opcode_level(name):
+    result = trace.check_target(registry.get(name), pairs=1, params=SMALL, opcodes=True, indices=False)
+    assert result.ok, result.summary()
+
+
+def test_solution_sampling_at_real_size():
+    result = trace.check_target(registry.get("mayo-sample-solution"), "MAYO-2", pairs=1, indices=False)
+    assert result.ok and result.events[0] > 500000, result.summary()
+
+
+def test_the_index_trace_sees_verification_buckets_if_their_input_were_secret():
+    # eval_public's docstring warns that it indexes buckets by the elements of S: public in
+    # verification, but it would leak S if S were secret. Declaring S secret must fail the check.
+    from dataclasses import replace
+    target = replace(registry.get("mayo-eval-public"), name="eval-public-as-if-secret", secret_args=("S",))
+    result = trace.check_target(target, pairs=1, params=SMALL)
+    assert result.ok  # no branch on S...
+    assert result.same_indices is False and "buckets" in result.index_divergence  # ...but its addresses
