@@ -66,3 +66,36 @@ def mul_add_scalar(acc, a, s, limbs):
         acc[limbs + w] ^= (m0 & b1) ^ (m1 & (b0 ^ b3)) ^ (m2 & (b3 ^ b2)) ^ (m3 & (b2 ^ b1))
         acc[2 * limbs + w] ^= (m0 & b2) ^ (m1 & b1) ^ (m2 & (b0 ^ b3)) ^ (m3 & (b3 ^ b2))
         acc[3 * limbs + w] ^= (m0 & b3) ^ (m1 & b2) ^ (m2 & b1) ^ (m3 & (b0 ^ b3))
+
+
+@nb.njit(cache=True)
+def _compress_nibble_bits(x):
+    """Bits 0, 4, 8, ..., 60 of x gathered into bits 0..15 (shift-and-mask, no tables)."""
+    x &= np.uint64(0x1111111111111111)
+    x = (x | (x >> np.uint64(3))) & np.uint64(0x0303030303030303)
+    x = (x | (x >> np.uint64(6))) & np.uint64(0x000F000F000F000F)
+    x = (x | (x >> np.uint64(12))) & np.uint64(0x000000FF000000FF)
+    return (x | (x >> np.uint64(24))) & np.uint64(0xFFFF)
+
+
+@nb.njit(cache=True)
+def bitslice_nibbles(raw, out):
+    """Nibble-packed vectors -> bitsliced words: raw (count, nbytes) uint8, out (count, 4 * limbs).
+
+    Each vector's elements (two per byte, low nibble first) are gathered 16 at a time from one
+    64-bit little-endian word. Shifts and masks only: safe on secret data.
+    """
+    count, nbytes = raw.shape
+    limbs = out.shape[1] // 4
+    for i in range(count):
+        for w in range(out.shape[1]):
+            out[i, w] = 0
+        for chunk in range(0, nbytes, 8):
+            word = np.uint64(0)
+            for b in range(min(8, nbytes - chunk)):
+                word |= np.uint64(raw[i, chunk + b]) << np.uint64(8 * b)
+            base = 2 * chunk                      # index of the first element in this word
+            limb = base >> 6
+            shift = np.uint64(base & 63)
+            for p in range(4):
+                out[i, p * limbs + limb] |= _compress_nibble_bits(word >> np.uint64(p)) << shift

@@ -17,37 +17,32 @@ _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @nb.njit(**_JIT)
-def mul_right(A, B, upper, out):
-    """out[r, c] ^= sum_j A[r, j] * B[j, c]   (A: m-vector matrix, B: scalar matrix).
+def mul_transposed(B, A, suffix, out):
+    """out[r, c] ^= sum_j B[j, r] * A[j, c]: out = B^T A for scalars B (J, R) and m-vectors A (J, C, W).
 
-    With ``upper`` true, A is upper triangular and only j >= r is read. Secret: B (the oil
-    matrix O) and possibly A; both are only ever masked and XORed.
-    """
-    R, J, W = A.shape
-    C = B.shape[1]
-    limbs = W // 4
-    for r in range(R):
-        for j in range(r if upper else 0, J):
-            a = A[r, j]
-            for c in range(C):
-                mul_add_scalar(out[r, c], a, B[j, c], limbs)
-
-
-@nb.njit(**_JIT)
-def mul_left_transposed(B, A, upper, out):
-    """out[r, c] ^= sum_j B[j, r] * A[j, c]   (out = B^T A; B scalars, A m-vectors).
-
-    With ``upper`` true, A is upper triangular and only j <= c is read. Secret: B (O, or the
-    vinegar vectors as columns) and A (L in signing).
+    With ``suffix`` true, A is upper triangular and only c >= j is read. Each scalar is split
+    into its four bits; bit t of B[j, r] masks row j of A into accumulator t, whose inner loop
+    runs over a whole contiguous row of A (vectorisable), and the accumulators are combined
+    once with x^t at the end. Secret: B (the oil matrix O or the vinegar vectors) and A (L in
+    signing); they are only masked and XORed, never used as an index or a branch condition.
     """
     J, C, W = A.shape
     R = B.shape[1]
     limbs = W // 4
+    acc = np.zeros((4, R, C * W), np.uint64)
     for j in range(J):
-        for c in range(j if upper else 0, C):
-            a = A[j, c]
-            for r in range(R):
-                mul_add_scalar(out[r, c], a, B[j, r], limbs)
+        row = A[j].reshape(C * W)
+        lo = j * W if suffix else 0
+        for r in range(R):
+            for t in range(4):
+                mask = bit_mask(B[j, r], t)
+                a = acc[t, r]
+                for q in range(lo, C * W):
+                    a[q] ^= mask & row[q]
+    for r in range(R):
+        for c in range(C):
+            for t in range(4):
+                mul_add_scalar(out[r, c], acc[t, r, c * W:(c + 1) * W], 1 << t, limbs)
 
 
 @nb.njit(**_JIT)
@@ -279,3 +274,14 @@ def assemble_signature(V, O, x, n, s):
             s[i * n + a] = acc
         for c in range(o):
             s[i * n + v + c] = x[i * o + c]
+
+
+@nb.njit(**_JIT)
+def fill_upper(entries, out):
+    """Place the row-major upper-triangle entries (T, W) into a zeroed square out (size, size, W)."""
+    size = out.shape[0]
+    t = 0
+    for i in range(size):
+        for j in range(i, size):
+            out[i, j] = entries[t]
+            t += 1

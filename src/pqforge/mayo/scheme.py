@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..gf16 import bitslice, decode_nibbles, encode_nibbles, unbitslice
+from ..gf16 import decode_nibbles, encode_nibbles, unbitslice
+from ..gf16.kernels import bitslice_nibbles
 from ..symmetric import aes128_ctr, shake256
 from . import kernels
 from .params import MayoParams
@@ -21,8 +22,10 @@ from .params import MayoParams
 
 def decode_mvecs(params: MayoParams, data: bytes, count: int) -> np.ndarray:
     """``count`` consecutive m-vectors (m/2 bytes each) -> (count, W) bitsliced words."""
-    elements = decode_nibbles(data, count * params.m).reshape(count, params.m)
-    return bitslice(elements, params.limbs)
+    raw = np.frombuffer(data, np.uint8, count * params.m_bytes).reshape(count, params.m_bytes)
+    out = np.empty((count, params.words), np.uint64)
+    bitslice_nibbles(raw, out)
+    return out
 
 
 def encode_mvecs(params: MayoParams, words: np.ndarray) -> bytes:
@@ -32,7 +35,7 @@ def encode_mvecs(params: MayoParams, words: np.ndarray) -> bytes:
 def decode_upper(params: MayoParams, data: bytes, size: int) -> np.ndarray:
     """An upper-triangular matrix of m-vectors (entries row by row, j >= i) -> (size, size, W)."""
     full = np.zeros((size, size, params.words), np.uint64)
-    full[np.triu_indices(size)] = decode_mvecs(params, data, size * (size + 1) // 2)
+    kernels.fill_upper(decode_mvecs(params, data, size * (size + 1) // 2), full)
     return full
 
 
@@ -101,10 +104,14 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     seed_pk, o_bytes = _seed_expansion(params, seed_sk)
     O = decode_oil(params, o_bytes)
     _, P1, P2 = _public_matrices(params, seed_pk)
-    Q = P2.copy()
-    kernels.mul_right(P1, O, True, Q)                      # Q = P1 O + P2
-    P3 = np.zeros((params.o, params.o, params.words), np.uint64)
-    kernels.mul_left_transposed(O, Q, False, P3)           # O^T Q  (minus signs vanish in characteristic 2)
+    o, W = params.o, params.words
+    OtP1 = np.zeros((o, params.v, W), np.uint64)
+    kernels.mul_transposed(O, P1, True, OtP1)                              # O^T P1
+    P3t = np.zeros((o, o, W), np.uint64)
+    kernels.mul_transposed(O, np.ascontiguousarray(OtP1.transpose(1, 0, 2)), False, P3t)   # (O^T P1 O)^T
+    P3 = np.ascontiguousarray(P3t.transpose(1, 0, 2))
+    kernels.mul_transposed(O, P2, False, P3)                               # + O^T P2
+    # -O^T P1 O - O^T P2 in the specification; the signs vanish in characteristic 2
     return seed_pk + encode_upper(params, upper(P3))
 
 
@@ -112,8 +119,9 @@ def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     seed_pk, o_bytes = _seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
     _, P1, P2 = _public_matrices(params, seed_pk)
-    L = P2.copy()
-    kernels.mul_right(P1 ^ P1.transpose(1, 0, 2), O, False, L)   # L = (P1 + P1^T) O + P2
+    Lt = np.zeros((params.o, params.v, params.words), np.uint64)
+    kernels.mul_transposed(O, P1 ^ P1.transpose(1, 0, 2), False, Lt)      # ((P1 + P1^T) O)^T: symmetric factor
+    L = Lt.transpose(1, 0, 2) ^ P2                                         # L = (P1 + P1^T) O + P2
     return ExpandedSecretKey(csk, O, P1, L)
 
 
@@ -180,11 +188,12 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
         r = decode_nibbles(vr[k * params.v_bytes:], k * o)
         Vt = np.ascontiguousarray(V.T)
         M = np.zeros((k, o, params.words), np.uint64)
-        kernels.mul_left_transposed(Vt, esk.L, False, M)          # M_i = v_i^T L
+        kernels.mul_transposed(Vt, esk.L, False, M)               # M_i = v_i^T L
         VP1 = np.zeros((k, v, params.words), np.uint64)
-        kernels.mul_left_transposed(Vt, esk.P1, True, VP1)        # v_i^T P1
-        U = np.zeros((k, k, params.words), np.uint64)
-        kernels.mul_right(VP1, Vt, False, U)                      # U[i, j] = v_i^T P1 v_j
+        kernels.mul_transposed(Vt, esk.P1, True, VP1)             # v_i^T P1
+        Ut = np.zeros((k, k, params.words), np.uint64)
+        kernels.mul_transposed(Vt, np.ascontiguousarray(VP1.transpose(1, 0, 2)), False, Ut)
+        U = Ut.transpose(1, 0, 2)                                 # U[i, j] = v_i^T P1 v_j
         y = t.copy()
         A = np.zeros((m, k * o), np.uint8)
         kernels.whip(U, M, m, f_tail, y, A)                       # y = t - sum z^ell u, A = sum z^ell [M]
