@@ -21,10 +21,10 @@ def mul_transposed(B, A, suffix, out):
     """out[r, c] ^= sum_j B[j, r] * A[j, c]: out = B^T A for scalars B (J, R) and m-vectors A (J, C, W).
 
     With ``suffix`` true, A is upper triangular and only c >= j is read. Each scalar is split
-    into its four bits; bit t of B[j, r] masks row j of A into accumulator t, whose inner loop
-    runs over a whole contiguous row of A (vectorisable), and the accumulators are combined
-    once with x^t at the end. Secret: B (the oil matrix O or the vinegar vectors) and A (L in
-    signing); they are only masked and XORed, never used as an index or a branch condition.
+    into its four bits; bit t of B[j, r] masks row j of A into accumulator t (one contiguous,
+    vectorised sweep over the row), and the four accumulators are combined with x^t at the
+    end. Secret: B (the oil matrix O or the vinegar vectors) and A (L in signing); they are
+    only masked and XORed, never used as an index or a branch condition.
     """
     J, C, W = A.shape
     R = B.shape[1]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..gf16 import decode_nibbles, encode_nibbles, unbitslice
-from ..gf16.kernels import bitslice_nibbles
+from ..gf16.kernels import bitslice_nibble_rows
 from ..symmetric import aes128_ctr, shake256
 from . import kernels
 from .params import MayoParams
@@ -23,9 +23,7 @@ from .params import MayoParams
 def decode_mvecs(params: MayoParams, data: bytes, count: int) -> np.ndarray:
     """``count`` consecutive m-vectors (m/2 bytes each) -> (count, W) bitsliced words."""
     raw = np.frombuffer(data, np.uint8, count * params.m_bytes).reshape(count, params.m_bytes)
-    out = np.empty((count, params.words), np.uint64)
-    bitslice_nibbles(raw, out)
-    return out
+    return bitslice_nibble_rows(raw, params.limbs)
 
 
 def encode_mvecs(params: MayoParams, words: np.ndarray) -> bytes:
