@@ -69,7 +69,7 @@ def mul_add_scalar(acc, a, s, limbs):
 
 
 @nb.njit(cache=True)
-def _compress_nibble_bits(x):
+def compress_nibble_bits(x):
     """Bits 0, 4, 8, ..., 60 of x gathered into bits 0..15 (shift-and-mask, no tables)."""
     x &= np.uint64(0x1111111111111111)
     x = (x | (x >> np.uint64(3))) & np.uint64(0x0303030303030303)
@@ -89,7 +89,7 @@ def gather_planes(words, planes):
         shift = np.uint64(p)
         out = planes[p]
         for i in range(words.shape[0]):
-            out[i] = _compress_nibble_bits(words[i] >> shift)
+            out[i] = compress_nibble_bits(words[i] >> shift)
 
 
 def bitslice_nibble_rows(raw: np.ndarray, limbs: int) -> np.ndarray:
