@@ -180,10 +180,12 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     t = _target(params, digest, salt)
     f_tail = np.array(params.f_tail, np.int64)
     x = np.zeros(k * o, np.uint8)
+    vb = params.v_bytes
     for ctr in range(256):
-        vr = shake256(digest + salt + esk.seed_sk + bytes([ctr]), k * params.v_bytes + params.r_bytes)
-        V = np.stack([decode_nibbles(vr[i * params.v_bytes:(i + 1) * params.v_bytes], v) for i in range(k)])
-        r = decode_nibbles(vr[k * params.v_bytes:], k * o)
+        vr = shake256(digest + salt + esk.seed_sk + bytes([ctr]), k * vb + params.r_bytes)
+        nibbles = decode_nibbles(vr, 2 * len(vr))
+        V = nibbles[:2 * k * vb].reshape(k, 2 * vb)[:, :v]         # v_i = Decode_vec(n - o, V[i vb : (i+1) vb])
+        r = nibbles[2 * k * vb:2 * k * vb + k * o]                # r = Decode_vec(ko, V[k vb : ...])
         Vt = np.ascontiguousarray(V.T)
         M = np.zeros((k, o, params.words), np.uint64)
         kernels.mul_transposed(Vt, esk.L, False, M)               # M_i = v_i^T L
@@ -200,7 +202,7 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     else:  # probability far below 2^-256
         raise RuntimeError("MAYO signing found no full-rank system in 256 attempts")
     s = np.zeros(k * params.n, np.uint8)
-    kernels.assemble_signature(V, esk.O, x, params.n, s)
+    kernels.assemble_signature(np.ascontiguousarray(V), esk.O, x, params.n, s)
     return encode_nibbles(s) + salt
 
 
