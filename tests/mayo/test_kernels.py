@@ -114,22 +114,6 @@ def test_fill_upper():
     assert not outs[0][np.tril_indices(4, -1)].any()
 
 
-def test_eval_public():
-    m, n, k = 78, 7, 3
-    el = elements(n, n, m) * np.triu(np.ones((n, n), np.uint8))[:, :, None]
-    P = bitslice(el, 2)
-    S = elements(k, n)
-    outs = []
-    for fn in (mk.eval_public, mk.eval_public.py_func):
-        out = np.zeros((k, k, 8), np.uint64)
-        fn(P, S, out)
-        outs.append(out)
-    assert np.array_equal(outs[0], outs[1])
-    got = unbitslice(outs[0], m)
-    for e in range(m):
-        assert np.array_equal(got[:, :, e], ref_matmul(ref_matmul(S, el[:, :, e]), S.T))
-
-
 def ref_whip(U, M, m, tail):
     """The whipped sums with explicit polynomial arithmetic modulo z^m + tail(z)."""
     k, o = U.shape[0], M.shape[1]

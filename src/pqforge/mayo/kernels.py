@@ -66,54 +66,6 @@ def mul_transposed(B, A, suffix, out):
 
 
 @nb.njit(**_JIT)
-def _combine_buckets(buckets, out, limbs):
-    """out ^= sum_s s * buckets[s]: the four bit-sums of the buckets, then x-powers."""
-    W = 4 * limbs
-    t = np.zeros(W, np.uint64)
-    for bit in range(4):
-        t[:] = 0
-        for s in range(16):
-            if (s >> bit) & 1:
-                for w in range(W):
-                    t[w] ^= buckets[s, w]
-        mul_add_scalar(out, t, 1 << bit, limbs)
-
-
-@nb.njit(**_JIT)
-def eval_public(P, S, out):
-    """out[i, j] = S_i^T P S_j for an upper-triangular m-vector matrix P (n, n, W), S (k, n).
-
-    Public data only (verification): it accumulates into buckets indexed by the elements of S,
-    which would leak S's values through the memory access pattern if they were secret.
-    """
-    n, _, W = P.shape
-    k = S.shape[0]
-    limbs = W // 4
-    PS = np.zeros((k, n, W), np.uint64)
-    buckets = np.zeros((k, 16, W), np.uint64)
-    for b in range(n):
-        buckets[:] = 0
-        for a in range(b + 1):
-            pab = P[a, b]
-            for i in range(k):
-                s = S[i, a]
-                for w in range(W):
-                    buckets[i, s, w] ^= pab[w]
-        for i in range(k):
-            _combine_buckets(buckets[i], PS[i, b], limbs)
-    out[:] = 0
-    one = np.zeros((16, W), np.uint64)
-    for i in range(k):
-        for j in range(k):
-            one[:] = 0
-            for b in range(n):
-                s = S[j, b]
-                for w in range(W):
-                    one[s, w] ^= PS[i, b, w]
-            _combine_buckets(one, out[i, j], limbs)
-
-
-@nb.njit(**_JIT)
 def unbitslice_into(words, length, out):
     """Elements of a bitsliced vector: out[e] = element e (e < length). Secret-safe (shifts only)."""
     limbs = words.shape[0] // 4
