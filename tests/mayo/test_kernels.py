@@ -65,58 +65,53 @@ def mvec_matrix(rows, cols, m):
     return el, bitslice(el, (m + 63) // 64)
 
 
-@pytest.mark.parametrize("upper", [False, True])
-def test_mul_right(upper):
-    m, R, J, C = 78, 6, 6, 3
-    el, A = mvec_matrix(R, J, m)
-    if upper:
-        el = el * np.triu(np.ones((R, J), np.uint8))[:, :, None]
-        A = bitslice(el, 2)
-    B = elements(J, C)
-    outs = []
-    for fn in (mk.mul_right, mk.mul_right.py_func):
-        out = np.zeros((R, C, 8), np.uint64)
-        fn(A, B, upper, out)
-        outs.append(out)
-    assert np.array_equal(outs[0], outs[1])
-    got = unbitslice(outs[0], m)
-    for e in range(m):   # equation by equation: the m-th coordinate is an ordinary matrix product
-        assert np.array_equal(got[:, :, e], ref_matmul(el[:, :, e], B))
-
-
-@pytest.mark.parametrize("upper", [False, True])
-def test_mul_left_transposed(upper):
-    m, J, C, R = 64, 5, 5, 4
-    el, A = mvec_matrix(J, C, m)
-    if upper:
+@pytest.mark.parametrize("suffix", [False, True])
+@pytest.mark.parametrize("m", [64, 142])
+def test_mul_transposed(suffix, m):
+    J, C, R = 6, 6, 4
+    limbs = (m + 63) // 64
+    el = elements(J, C, m)
+    if suffix:
         el = el * np.triu(np.ones((J, C), np.uint8))[:, :, None]
-        A = bitslice(el, 1)
+    A = bitslice(el, limbs)
     B = elements(J, R)
     outs = []
-    for fn in (mk.mul_left_transposed, mk.mul_left_transposed.py_func):
-        out = np.zeros((R, C, 4), np.uint64)
-        fn(B, A, upper, out)
+    for fn in (mk.mul_transposed, mk.mul_transposed.py_func):
+        out = np.zeros((R, C, 4 * limbs), np.uint64)
+        fn(B, A, suffix, out)
         outs.append(out)
     assert np.array_equal(outs[0], outs[1])
     got = unbitslice(outs[0], m)
-    for e in range(m):
+    for e in range(m):   # coordinate by coordinate it is an ordinary GF(16) matrix product
         assert np.array_equal(got[:, :, e], ref_matmul(B.T, el[:, :, e]))
 
 
-def test_eval_public():
-    m, n, k = 78, 7, 3
-    el = elements(n, n, m) * np.triu(np.ones((n, n), np.uint8))[:, :, None]
-    P = bitslice(el, 2)
-    S = elements(k, n)
+@pytest.mark.parametrize("m", [64, 78, 108, 142])
+def test_nibble_decoding_matches_reference(m):
+    limbs = (m + 63) // 64
+    el = elements(9, m)
+    nibbles = (el[:, 0::2] | (el[:, 1::2] << 4)).astype(np.uint8)    # the specification's encoding
+    words = gk.bitslice_nibble_rows(nibbles, limbs)
+    assert np.array_equal(words, bitslice(el, limbs))
+    flat = np.zeros((9, 32 * limbs), np.uint8)
+    flat[:, :m // 2] = nibbles
+    planes_c = np.empty((4, 9 * 4 * limbs), np.uint16)
+    planes_p = planes_c.copy()
+    gk.gather_planes(flat.view("<u8").reshape(-1), planes_c)
+    gk.gather_planes.py_func(flat.view("<u8").reshape(-1), planes_p)
+    assert np.array_equal(planes_c, planes_p)
+
+
+def test_fill_upper():
+    entries = RNG.integers(0, 2**63, (10, 4), dtype=np.uint64)
     outs = []
-    for fn in (mk.eval_public, mk.eval_public.py_func):
-        out = np.zeros((k, k, 8), np.uint64)
-        fn(P, S, out)
+    for fn in (mk.fill_upper, mk.fill_upper.py_func):
+        out = np.zeros((4, 4, 4), np.uint64)
+        fn(entries, out)
         outs.append(out)
     assert np.array_equal(outs[0], outs[1])
-    got = unbitslice(outs[0], m)
-    for e in range(m):
-        assert np.array_equal(got[:, :, e], ref_matmul(ref_matmul(S, el[:, :, e]), S.T))
+    assert np.array_equal(outs[0][np.triu_indices(4)], entries)
+    assert not outs[0][np.tril_indices(4, -1)].any()
 
 
 def ref_whip(U, M, m, tail):

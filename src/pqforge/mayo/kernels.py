@@ -10,92 +10,59 @@ Every kernel keeps its plain-Python twin as ``kernel.py_func``.
 import numba as nb
 import numpy as np
 
-from ..gf16.kernels import bit_mask, gf16_inv, gf16_mul, mul_add_scalar, nonzero_mask
+from ..gf16.kernels import compress_nibble_bits, bit_mask, gf16_inv, gf16_mul, mul_add_scalar, nonzero_mask
 
 _JIT = dict(cache=True)
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @nb.njit(**_JIT)
-def mul_right(A, B, upper, out):
-    """out[r, c] ^= sum_j A[r, j] * B[j, c]   (A: m-vector matrix, B: scalar matrix).
+def mul_transposed(B, A, suffix, out):
+    """out[r, c] ^= sum_j B[j, r] * A[j, c]: out = B^T A for scalars B (J, R) and m-vectors A (J, C, W).
 
-    With ``upper`` true, A is upper triangular and only j >= r is read. Secret: B (the oil
-    matrix O) and possibly A; both are only ever masked and XORed.
-    """
-    R, J, W = A.shape
-    C = B.shape[1]
-    limbs = W // 4
-    for r in range(R):
-        for j in range(r if upper else 0, J):
-            a = A[r, j]
-            for c in range(C):
-                mul_add_scalar(out[r, c], a, B[j, c], limbs)
-
-
-@nb.njit(**_JIT)
-def mul_left_transposed(B, A, upper, out):
-    """out[r, c] ^= sum_j B[j, r] * A[j, c]   (out = B^T A; B scalars, A m-vectors).
-
-    With ``upper`` true, A is upper triangular and only j <= c is read. Secret: B (O, or the
-    vinegar vectors as columns) and A (L in signing).
+    With ``suffix`` true, A is upper triangular (zero below the diagonal) and the all-zero
+    blocks left of the diagonal are skipped. Each scalar is split into its four bits: bit t of
+    B[j, r] masks row j of A into accumulator (t, r); accumulators are laid out word-major so
+    that one word of four rows of A updates all 4R accumulators in a vectorised inner loop, and
+    they are combined with x^t at the end. Secret: B (the oil matrix O or the vinegar vectors)
+    and A (L in signing); they are only masked and XORed, never an index or a branch condition.
     """
     J, C, W = A.shape
     R = B.shape[1]
     limbs = W // 4
+    CW = C * W
+    G = 4 * R
+    masks = np.empty((J, G), np.uint64)
     for j in range(J):
-        for c in range(j if upper else 0, C):
-            a = A[j, c]
+        for t in range(4):
             for r in range(R):
-                mul_add_scalar(out[r, c], a, B[j, r], limbs)
-
-
-@nb.njit(**_JIT)
-def _combine_buckets(buckets, out, limbs):
-    """out ^= sum_s s * buckets[s]: the four bit-sums of the buckets, then x-powers."""
-    W = 4 * limbs
-    t = np.zeros(W, np.uint64)
-    for bit in range(4):
-        t[:] = 0
-        for s in range(16):
-            if (s >> bit) & 1:
+                masks[j, t * R + r] = bit_mask(B[j, r], t)
+    rows = A.reshape(J, CW)
+    acc = np.zeros((CW, G), np.uint64)
+    full = J - J % 4
+    for j0 in range(0, full, 4):   # four rows of A per sweep over the accumulators
+        m0, m1, m2, m3 = masks[j0], masks[j0 + 1], masks[j0 + 2], masks[j0 + 3]
+        r0, r1, r2, r3 = rows[j0], rows[j0 + 1], rows[j0 + 2], rows[j0 + 3]
+        for q in range(j0 * W if suffix else 0, CW):
+            x0, x1, x2, x3 = r0[q], r1[q], r2[q], r3[q]
+            a = acc[q]
+            for g in range(G):
+                a[g] ^= (m0[g] & x0) ^ (m1[g] & x1) ^ (m2[g] & x2) ^ (m3[g] & x3)
+    for j in range(full, J):
+        mj = masks[j]
+        rj = rows[j]
+        for q in range(j * W if suffix else 0, CW):
+            x = rj[q]
+            a = acc[q]
+            for g in range(G):
+                a[g] ^= mj[g] & x
+    word = np.empty(W, np.uint64)
+    for r in range(R):
+        for c in range(C):
+            for t in range(4):
                 for w in range(W):
-                    t[w] ^= buckets[s, w]
-        mul_add_scalar(out, t, 1 << bit, limbs)
-
-
-@nb.njit(**_JIT)
-def eval_public(P, S, out):
-    """out[i, j] = S_i^T P S_j for an upper-triangular m-vector matrix P (n, n, W), S (k, n).
-
-    Public data only (verification): it accumulates into buckets indexed by the elements of S,
-    which would leak S's values through the memory access pattern if they were secret.
-    """
-    n, _, W = P.shape
-    k = S.shape[0]
-    limbs = W // 4
-    PS = np.zeros((k, n, W), np.uint64)
-    buckets = np.zeros((k, 16, W), np.uint64)
-    for b in range(n):
-        buckets[:] = 0
-        for a in range(b + 1):
-            pab = P[a, b]
-            for i in range(k):
-                s = S[i, a]
-                for w in range(W):
-                    buckets[i, s, w] ^= pab[w]
-        for i in range(k):
-            _combine_buckets(buckets[i], PS[i, b], limbs)
-    out[:] = 0
-    one = np.zeros((16, W), np.uint64)
-    for i in range(k):
-        for j in range(k):
-            one[:] = 0
-            for b in range(n):
-                s = S[j, b]
-                for w in range(W):
-                    one[s, w] ^= PS[i, b, w]
-            _combine_buckets(one, out[i, j], limbs)
+                    word[w] = acc[c * W + w, t * R + r]
+                mul_add_scalar(out[r, c], word, 1 << t, limbs)
 
 
 @nb.njit(**_JIT)
@@ -111,6 +78,22 @@ def unbitslice_into(words, length, out):
 
 
 @nb.njit(**_JIT)
+def _reduce_mod_f(ext, m, f_tail, high):
+    """Reduce a polynomial of degree < m + E (coefficients ext) modulo f(z) = z^m + f_tail(z).
+
+    z^(m+d) = z^d f_tail(z) and d + 3 < m for every parameter set, so one pass suffices.
+    ``high`` is scratch of length E. Secret: ext; only sizes steer the loops.
+    """
+    E = ext.shape[0] - m
+    for d in range(E):
+        high[d] = ext[m + d]
+    for t in range(4):
+        ft = f_tail[t]
+        for d in range(E):
+            ext[d + t] ^= gf16_mul(high[d], ft)
+
+
+@nb.njit(**_JIT)
 def whip(U, M, m, f_tail, y, A):
     """Combine the k(k+1)/2 evaluations with powers of z modulo f(z) = z^m + f_tail(z).
 
@@ -119,50 +102,48 @@ def whip(U, M, m, f_tail, y, A):
         A[:, i-th block] ^= z^ell M[j]  and, when i != j, A[:, j-th block] ^= z^ell M[i]
     U: (k, k, W) m-vectors; M: (k, o, W) m-vectors or an empty array (verification needs no
     A); y: m elements (accumulated into); A: (m, k*o) elements (accumulated into).
-    Secret in signing: U, M, y, A; only public sizes steer the loops.
+    Multiplying by z^ell is a shift by ell positions; the columns of A are built as contiguous
+    coefficient rows and reduced once. Secret in signing: U, M, y, A; only sizes steer loops.
     """
     k = U.shape[0]
     o = M.shape[1]
     E = k * (k + 1) // 2
-    yext = np.zeros(m + E, np.uint8)
-    Aext = np.zeros((m + E, k * o), np.uint8)
-    u = np.zeros(m, np.uint8)
-    col = np.zeros(m, np.uint8)
     W = U.shape[2]
+    Mel = np.zeros((k, o, m), np.uint8)
+    for i in range(k):
+        for c in range(o):
+            unbitslice_into(M[i, c], m, Mel[i, c])
+    yext = np.zeros(m + E, np.uint8)
+    cols = np.zeros((k * o, m + E), np.uint8)     # column c of A as coefficients of z^0..z^(m+E-1)
+    u = np.zeros(m, np.uint8)
     tmp = np.zeros(W, np.uint64)
     ell = 0
     for i in range(k):
         for j in range(k - 1, i - 1, -1):
-            tmp[:] = U[i, j]
-            if i != j:
-                for w in range(W):
-                    tmp[w] ^= U[j, i, w]
+            for w in range(W):
+                tmp[w] = U[i, j, w] ^ (U[j, i, w] if i != j else np.uint64(0))
             unbitslice_into(tmp, m, u)
             for e in range(m):
                 yext[ell + e] ^= u[e]
-            if o > 0:
-                for c in range(o):
-                    unbitslice_into(M[j, c], m, col)
+            for c in range(o):
+                dst = cols[i * o + c]
+                src = Mel[j, c]
+                for e in range(m):
+                    dst[ell + e] ^= src[e]
+                if i != j:
+                    dst = cols[j * o + c]
+                    src = Mel[i, c]
                     for e in range(m):
-                        Aext[ell + e, i * o + c] ^= col[e]
-                    if i != j:
-                        unbitslice_into(M[i, c], m, col)
-                        for e in range(m):
-                            Aext[ell + e, j * o + c] ^= col[e]
+                        dst[ell + e] ^= src[e]
             ell += 1
-    # z^(m+d) = z^d f_tail(z); d + 3 < m for every parameter set, so one pass reduces fully
-    for d in range(m + E - 1, m - 1, -1):
-        for t in range(4):
-            ft = f_tail[t]
-            yext[d - m + t] ^= gf16_mul(yext[d], ft)
-            for c in range(k * o):
-                Aext[d - m + t, c] ^= gf16_mul(Aext[d, c], ft)
+    high = np.zeros(E, np.uint8)
+    _reduce_mod_f(yext, m, f_tail, high)
     for e in range(m):
         y[e] ^= yext[e]
-    if o > 0:
+    for c in range(k * o):
+        _reduce_mod_f(cols[c], m, f_tail, high)
         for e in range(m):
-            for c in range(k * o):
-                A[e, c] ^= Aext[e, c]
+            A[e, c] ^= cols[c, e]
 
 
 @nb.njit(**_JIT)
@@ -174,6 +155,15 @@ def _entry(row, col, limbs):
     return np.int64(((row[w] >> b) & one) | (((row[limbs + w] >> b) & one) << one)
                     | (((row[2 * limbs + w] >> b) & one) << np.uint64(2))
                     | (((row[3 * limbs + w] >> b) & one) << np.uint64(3)))
+
+
+@nb.njit(**_JIT)
+def _lowest_bit(x):
+    """The lowest set bit of x alone (0 for 0), by smearing upwards: no branch, no overflow."""
+    s = x
+    for k in (1, 2, 4, 8, 16, 32):
+        s |= s << np.uint64(k)
+    return s & ~(s << np.uint64(1))
 
 
 @nb.njit(**_JIT)
@@ -208,28 +198,36 @@ def sample_solution(A, y, r, x):
         acc = np.int64(y[e])
         for c in range(ko):
             acc ^= gf16_mul(A[e, c], r[c])
-        for c in range(ncols):
-            v = np.uint64(acc) if c == ko else np.uint64(A[e, c])
-            w = c >> 6
-            b = np.uint64(c & 63)
+        # 16 elements at a time: a word of nibbles, then one compress per bit plane
+        for c0 in range(0, ncols, 16):
+            word = np.uint64(0)
+            for c in range(c0, min(c0 + 16, ncols)):
+                v = np.uint64(acc) if c == ko else np.uint64(A[e, c])
+                word |= v << np.uint64(4 * (c - c0))
+            w = c0 >> 6
+            b = np.uint64(c0 & 63)
             for p in range(4):
-                rows[e, p * limbs + w] |= ((v >> np.uint64(p)) & np.uint64(1)) << b
+                rows[e, p * limbs + w] |= compress_nibble_bits(word >> np.uint64(p)) << b
 
     # echelon form: pivots normalised to 1, zeros below each pivot
     pivot = np.zeros(W, np.uint64)
     scaled = np.zeros(W, np.uint64)
     pivot_row = 0
     for col in range(ko):
+        # With rank m at most ko - m columns are skipped, so pivot_row >= col - (ko - m): rows
+        # above that bound are never touched. If the bound is ever violated the rank is below
+        # m, which the final pivot count reports all the same (a public, size-only bound).
+        first = max(0, col - (ko - m))
         pivot[:] = 0
         found = np.uint64(0)
-        for rr in range(m):
+        for rr in range(first, m):
             take = np.uint64(_eq_mask(rr, pivot_row)) | (np.uint64(_gt_mask(rr, pivot_row)) & ~found)
             for w in range(W):
                 pivot[w] ^= take & rows[rr, w]
             found = np.uint64(nonzero_mask(np.uint64(_entry(pivot, col, limbs))))
         scaled[:] = 0
         mul_add_scalar(scaled, pivot, gf16_inv(_entry(pivot, col, limbs)), limbs)
-        for rr in range(m):
+        for rr in range(first, m):
             is_pr = np.uint64(_eq_mask(rr, pivot_row)) & found
             for w in range(W):
                 rows[rr, w] = (rows[rr, w] & ~is_pr) | (scaled[w] & is_pr)
@@ -238,23 +236,30 @@ def sample_solution(A, y, r, x):
         pivot_row += np.int64(found & np.uint64(1))
     full_rank = pivot_row == m
 
-    # back substitution from the last row up; the pivot column is found by masks
+    # back substitution from the last row up; each row's pivot column is located as a one-hot
+    # bit mask (lowest nonzero column), so it is never used as an index
     yv = np.zeros(m, np.int64)
     for e in range(m):
         yv[e] = _entry(rows[e], ko, limbs)
+    xw = np.zeros(W, np.uint64)          # x, bitsliced, starting from r
     for c in range(ko):
-        x[c] = r[c]
+        for p in range(4):
+            xw[p * limbs + (c >> 6)] |= np.uint64((np.int64(r[c]) >> p) & 1) << np.uint64(c & 63)
     onehot = np.zeros(limbs, np.uint64)
     for rr in range(m - 1, -1, -1):
-        onehot[:] = 0
         found = np.uint64(0)
+        for w in range(limbs):
+            nz = rows[rr, w] | rows[rr, limbs + w] | rows[rr, 2 * limbs + w] | rows[rr, 3 * limbs + w]
+            if w == ko >> 6:               # drop the y column and the padding (public position)
+                nz &= (np.uint64(1) << np.uint64(ko & 63)) - np.uint64(1)
+            elif w > ko >> 6:
+                nz = np.uint64(0)
+            onehot[w] = _lowest_bit(nz) & ~found
+            found |= np.uint64(nonzero_mask(nz))
         yr = yv[rr]
-        for c in range(ko):
-            nz = np.uint64(nonzero_mask(np.uint64(_entry(rows[rr], c, limbs))))
-            hit = nz & ~found
-            found |= nz
-            x[c] ^= np.uint8(np.uint64(yr) & hit)
-            onehot[c >> 6] |= (hit & np.uint64(1)) << np.uint64(c & 63)
+        for w in range(limbs):
+            for p in range(4):
+                xw[p * limbs + w] ^= onehot[w] & bit_mask(yr, p)
         for i in range(rr):
             coef = np.int64(0)
             for p in range(4):
@@ -263,6 +268,7 @@ def sample_solution(A, y, r, x):
                     bits |= rows[i, p * limbs + w] & onehot[w]
                 coef |= np.int64(np.uint64(nonzero_mask(bits)) & np.uint64(1)) << p
             yv[i] ^= gf16_mul(coef, yr)
+    unbitslice_into(xw, ko, x)
     return full_rank
 
 
@@ -279,3 +285,14 @@ def assemble_signature(V, O, x, n, s):
             s[i * n + a] = acc
         for c in range(o):
             s[i * n + v + c] = x[i * o + c]
+
+
+@nb.njit(**_JIT)
+def fill_upper(entries, out):
+    """Place the row-major upper-triangle entries (T, W) into a zeroed square out (size, size, W)."""
+    size = out.shape[0]
+    t = 0
+    for i in range(size):
+        for j in range(i, size):
+            out[i, j] = entries[t]
+            t += 1

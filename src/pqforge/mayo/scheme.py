@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..gf16 import bitslice, decode_nibbles, encode_nibbles, unbitslice
+from ..gf16 import decode_nibbles, encode_nibbles, unbitslice
+from ..gf16.kernels import bitslice_nibble_rows
 from ..symmetric import aes128_ctr, shake256
 from . import kernels
 from .params import MayoParams
@@ -21,8 +22,8 @@ from .params import MayoParams
 
 def decode_mvecs(params: MayoParams, data: bytes, count: int) -> np.ndarray:
     """``count`` consecutive m-vectors (m/2 bytes each) -> (count, W) bitsliced words."""
-    elements = decode_nibbles(data, count * params.m).reshape(count, params.m)
-    return bitslice(elements, params.limbs)
+    raw = np.frombuffer(data, np.uint8, count * params.m_bytes).reshape(count, params.m_bytes)
+    return bitslice_nibble_rows(raw, params.limbs)
 
 
 def encode_mvecs(params: MayoParams, words: np.ndarray) -> bytes:
@@ -32,7 +33,7 @@ def encode_mvecs(params: MayoParams, words: np.ndarray) -> bytes:
 def decode_upper(params: MayoParams, data: bytes, size: int) -> np.ndarray:
     """An upper-triangular matrix of m-vectors (entries row by row, j >= i) -> (size, size, W)."""
     full = np.zeros((size, size, params.words), np.uint64)
-    full[np.triu_indices(size)] = decode_mvecs(params, data, size * (size + 1) // 2)
+    kernels.fill_upper(decode_mvecs(params, data, size * (size + 1) // 2), full)
     return full
 
 
@@ -101,10 +102,14 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     seed_pk, o_bytes = _seed_expansion(params, seed_sk)
     O = decode_oil(params, o_bytes)
     _, P1, P2 = _public_matrices(params, seed_pk)
-    Q = P2.copy()
-    kernels.mul_right(P1, O, True, Q)                      # Q = P1 O + P2
-    P3 = np.zeros((params.o, params.o, params.words), np.uint64)
-    kernels.mul_left_transposed(O, Q, False, P3)           # O^T Q  (minus signs vanish in characteristic 2)
+    o, W = params.o, params.words
+    OtP1 = np.zeros((o, params.v, W), np.uint64)
+    kernels.mul_transposed(O, P1, True, OtP1)                              # O^T P1
+    P3t = np.zeros((o, o, W), np.uint64)
+    kernels.mul_transposed(O, np.ascontiguousarray(OtP1.transpose(1, 0, 2)), False, P3t)   # (O^T P1 O)^T
+    P3 = np.ascontiguousarray(P3t.transpose(1, 0, 2))
+    kernels.mul_transposed(O, P2, False, P3)                               # + O^T P2
+    # -O^T P1 O - O^T P2 in the specification; the signs vanish in characteristic 2
     return seed_pk + encode_upper(params, upper(P3))
 
 
@@ -112,8 +117,9 @@ def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     seed_pk, o_bytes = _seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
     _, P1, P2 = _public_matrices(params, seed_pk)
-    L = P2.copy()
-    kernels.mul_right(P1 ^ P1.transpose(1, 0, 2), O, False, L)   # L = (P1 + P1^T) O + P2
+    Lt = np.zeros((params.o, params.v, params.words), np.uint64)
+    kernels.mul_transposed(O, P1 ^ P1.transpose(1, 0, 2), False, Lt)      # ((P1 + P1^T) O)^T: symmetric factor
+    L = Lt.transpose(1, 0, 2) ^ P2                                         # L = (P1 + P1^T) O + P2
     return ExpandedSecretKey(csk, O, P1, L)
 
 
@@ -166,6 +172,17 @@ def _target(params: MayoParams, digest: bytes, salt: bytes) -> np.ndarray:
     return decode_nibbles(shake256(digest + salt, params.m_bytes), params.m).copy()
 
 
+def _quadratic_pairs(params: MayoParams, X: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """U[i, j] = x_i^T P x_j (m-vectors) for the rows x_i of X and an upper-triangular P."""
+    k = X.shape[0]
+    Xt = np.ascontiguousarray(X.T)
+    XP = np.zeros((k, P.shape[1], params.words), np.uint64)
+    kernels.mul_transposed(Xt, P, True, XP)                            # x_i^T P
+    Ut = np.zeros((k, k, params.words), np.uint64)
+    kernels.mul_transposed(Xt, np.ascontiguousarray(XP.transpose(1, 0, 2)), False, Ut)
+    return Ut.transpose(1, 0, 2)
+
+
 def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     """The signature encode(s) || salt of ``msg`` (the specification's MAYO.Sign)."""
     k, o, v, m = params.k, params.o, params.v, params.m
@@ -174,17 +191,15 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     t = _target(params, digest, salt)
     f_tail = np.array(params.f_tail, np.int64)
     x = np.zeros(k * o, np.uint8)
+    vb = params.v_bytes
     for ctr in range(256):
-        vr = shake256(digest + salt + esk.seed_sk + bytes([ctr]), k * params.v_bytes + params.r_bytes)
-        V = np.stack([decode_nibbles(vr[i * params.v_bytes:(i + 1) * params.v_bytes], v) for i in range(k)])
-        r = decode_nibbles(vr[k * params.v_bytes:], k * o)
-        Vt = np.ascontiguousarray(V.T)
+        vr = shake256(digest + salt + esk.seed_sk + bytes([ctr]), k * vb + params.r_bytes)
+        nibbles = decode_nibbles(vr, 2 * len(vr))
+        V = nibbles[:2 * k * vb].reshape(k, 2 * vb)[:, :v]         # v_i = Decode_vec(n - o, V[i vb : (i+1) vb])
+        r = nibbles[2 * k * vb:2 * k * vb + k * o]                # r = Decode_vec(ko, V[k vb : ...])
         M = np.zeros((k, o, params.words), np.uint64)
-        kernels.mul_left_transposed(Vt, esk.L, False, M)          # M_i = v_i^T L
-        VP1 = np.zeros((k, v, params.words), np.uint64)
-        kernels.mul_left_transposed(Vt, esk.P1, True, VP1)        # v_i^T P1
-        U = np.zeros((k, k, params.words), np.uint64)
-        kernels.mul_right(VP1, Vt, False, U)                      # U[i, j] = v_i^T P1 v_j
+        kernels.mul_transposed(np.ascontiguousarray(V.T), esk.L, False, M)   # M_i = v_i^T L
+        U = _quadratic_pairs(params, V, esk.P1)                   # U[i, j] = v_i^T P1 v_j
         y = t.copy()
         A = np.zeros((m, k * o), np.uint8)
         kernels.whip(U, M, m, f_tail, y, A)                       # y = t - sum z^ell u, A = sum z^ell [M]
@@ -193,7 +208,7 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     else:  # probability far below 2^-256
         raise RuntimeError("MAYO signing found no full-rank system in 256 attempts")
     s = np.zeros(k * params.n, np.uint8)
-    kernels.assemble_signature(V, esk.O, x, params.n, s)
+    kernels.assemble_signature(np.ascontiguousarray(V), esk.O, x, params.n, s)
     return encode_nibbles(s) + salt
 
 
@@ -203,8 +218,7 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
     salt = sig[params.sig_bytes - params.salt_bytes:]
     s = decode_nibbles(sig, k * params.n).reshape(k, params.n).copy()
     t = _target(params, shake256(msg, params.digest_bytes), salt)
-    U = np.zeros((k, k, params.words), np.uint64)
-    kernels.eval_public(epk.P, s, U)
+    U = _quadratic_pairs(params, s, epk.P)                         # U[i, j] = s_i^T P s_j
     y = np.zeros(m, np.uint8)
     kernels.whip(U, np.zeros((k, 0, params.words), np.uint64), m, np.array(params.f_tail, np.int64), y,
                  np.zeros((m, 0), np.uint8))
