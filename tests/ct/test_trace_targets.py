@@ -24,8 +24,8 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     from pqforge.gf16 import kernels as gk
     from pqforge.mayo import kernels as mk
     covered = {t.func for t in KERNELS}
-    public_only = {mk.eval_public}
-    helpers = {mk._combine_buckets, mk._entry, mk._eq_mask, mk._gt_mask, mk.unbitslice_into}
+    public_only = {mk.fill_upper}  # places decoded public-key entries
+    helpers = {mk._entry, mk._lowest_bit, mk._eq_mask, mk._gt_mask}  # traced inside their callers
     for module in (gk, mk):
         for name, obj in vars(module).items():
             if hasattr(obj, "py_func") and obj not in public_only | helpers:
@@ -47,14 +47,5 @@ def test_no_hidden_conditional_at_opcode_level(name):
 
 def test_solution_sampling_at_real_size():
     result = trace.check_target(registry.get("mayo-sample-solution"), "MAYO-2", pairs=1, indices=False)
-    assert result.ok and result.events[0] > 500000, result.summary()
+    assert result.ok and result.events[0] > 200000, result.summary()
 
-
-def test_the_index_trace_sees_verification_buckets_if_their_input_were_secret():
-    # eval_public's docstring warns that it indexes buckets by the elements of S: public in
-    # verification, but it would leak S if S were secret. Declaring S secret must fail the check.
-    from dataclasses import replace
-    target = replace(registry.get("mayo-eval-public"), name="eval-public-as-if-secret", secret_args=("S",))
-    result = trace.check_target(target, pairs=1, params=SMALL)
-    assert result.ok  # no branch on S...
-    assert result.same_indices is False and "buckets" in result.index_divergence  # ...but its addresses

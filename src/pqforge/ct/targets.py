@@ -64,6 +64,13 @@ def _gf16_targets():
     def mul_add(p, rng, fixed):
         return (_mvecs(rng, p), _mvecs(rng, p), int(rng.integers(16)), p.limbs)
 
+    def compress(p, rng, fixed):
+        return (np.uint64(rng.integers(2 ** 63)),)
+
+    def gather(p, rng, fixed):  # nibble rows of the secret key's L, as decoding sees them
+        words = rng.integers(0, 2 ** 63, 4 * p.limbs * p.o, dtype=np.uint64)
+        return (words, np.empty((4, words.size), np.uint16))
+
     return [
         Target("gf16-mul", "GF(16) product of two scalars (both secret)", gk.gf16_mul, scalar_pair,
                secret_args=("a", "b"), **algs),
@@ -74,6 +81,10 @@ def _gf16_targets():
                **algs),
         Target("gf16-mul-add-scalar", "acc ^= s * a on bitsliced m-vectors (all secret)", gk.mul_add_scalar,
                mul_add, secret_args=("acc", "a", "s"), **algs),
+        Target("gf16-compress-nibble-bits", "gathering bits 0, 4, ..., 60 of a word (x secret)",
+               gk.compress_nibble_bits, compress, secret_args=("x",), **algs),
+        Target("gf16-gather-planes", "bit planes of nibble words, as in decoding secret matrices (words "
+               "secret)", gk.gather_planes, gather, secret_args=("words",), **algs),
     ]
 
 
@@ -83,18 +94,24 @@ def _mayo_kernel_targets():
     from ..mayo import kernels as mk
     algs = dict(algs=MAYO_ALGS, params_for=_mayo_params)
 
-    def mul_right_keygen(p, rng, fixed):   # Q = P1 O + P2: O secret
-        return (_upper_mvecs(rng, p, p.v), _el(rng, p.v, p.o), True, _mvecs(rng, p, p.v, p.o))
+    def mt_keygen(p, rng, fixed):          # O^T P1, P1 upper triangular: O secret
+        return (_el(rng, p.v, p.o), _upper_mvecs(rng, p, p.v), True, np.zeros((p.o, p.v, p.words), np.uint64))
 
-    def mul_right_sign(p, rng, fixed):     # U = (V P1) V^T: both secret
-        return (_mvecs(rng, p, p.k, p.v), _el(rng, p.v, p.k), False,
-                np.zeros((p.k, p.k, p.words), np.uint64))
-
-    def mul_left_sign_L(p, rng, fixed):    # M_i = v_i^T L: V and L secret
+    def mt_sign_L(p, rng, fixed):          # M_i = v_i^T L: V and L secret
         return (_el(rng, p.v, p.k), _mvecs(rng, p, p.v, p.o), False, np.zeros((p.k, p.o, p.words), np.uint64))
 
-    def mul_left_sign_P1(p, rng, fixed):   # v_i^T P1 with P1 upper: V secret
+    def mt_sign_P1(p, rng, fixed):         # v_i^T P1, P1 upper triangular: V secret
         return (_el(rng, p.v, p.k), _upper_mvecs(rng, p, p.v), True, np.zeros((p.k, p.v, p.words), np.uint64))
+
+    def mt_sign_U(p, rng, fixed):          # (V P1) V^T: both factors secret
+        return (_el(rng, p.v, p.k), _mvecs(rng, p, p.v, p.k), False, np.zeros((p.k, p.k, p.words), np.uint64))
+
+    def unbitslice(p, rng, fixed):
+        return (_mvecs(rng, p), p.m, np.zeros(p.m, np.uint8))
+
+    def reduce(p, rng, fixed):
+        E = p.pairs
+        return (_el(rng, p.m + E), p.m, np.array(p.f_tail, np.int64), np.zeros(E, np.uint8))
 
     def whip(p, rng, fixed):
         return (_mvecs(rng, p, p.k, p.k), _mvecs(rng, p, p.k, p.o), p.m, np.array(p.f_tail, np.int64),
@@ -119,18 +136,19 @@ def _mayo_kernel_targets():
     def assemble(p, rng, fixed):
         return (_el(rng, p.k, p.v), _el(rng, p.v, p.o), _el(rng, p.k * p.o), p.n, np.zeros(p.k * p.n, np.uint8))
 
-    def eval_public(p, rng, fixed):
-        return (_upper_mvecs(rng, p, p.n), _el(rng, p.k, p.n), np.zeros((p.k, p.k, p.words), np.uint64))
-
     return [
-        Target("mayo-mul-right-keygen", "P1 O + P2 as in key generation (oil matrix O secret)", mk.mul_right,
-               mul_right_keygen, secret_args=("B",), **algs),
-        Target("mayo-mul-right-sign", "(V P1) V^T as in signing (both factors secret)", mk.mul_right,
-               mul_right_sign, secret_args=("A", "B"), **algs),
-        Target("mayo-mul-left-transposed-L", "v_i^T L as in signing (V and L secret)", mk.mul_left_transposed,
-               mul_left_sign_L, secret_args=("B", "A"), **algs),
-        Target("mayo-mul-left-transposed-P1", "v_i^T P1, P1 upper triangular (V secret)",
-               mk.mul_left_transposed, mul_left_sign_P1, secret_args=("B",), **algs),
+        Target("mayo-mul-transposed-O", "O^T P1 as in key generation (oil matrix O secret)", mk.mul_transposed,
+               mt_keygen, secret_args=("B",), **algs),
+        Target("mayo-mul-transposed-L", "v_i^T L as in signing (V and L secret)", mk.mul_transposed,
+               mt_sign_L, secret_args=("B", "A"), **algs),
+        Target("mayo-mul-transposed-P1", "v_i^T P1, P1 upper triangular, as in signing (V secret)",
+               mk.mul_transposed, mt_sign_P1, secret_args=("B",), **algs),
+        Target("mayo-mul-transposed-U", "(v_i^T P1) v_j as in signing (both factors secret)", mk.mul_transposed,
+               mt_sign_U, secret_args=("B", "A"), **algs),
+        Target("mayo-unbitslice", "elements of a bitsliced m-vector (words secret)", mk.unbitslice_into,
+               unbitslice, secret_args=("words",), **algs),
+        Target("mayo-reduce-mod-f", "reduction modulo f(z) inside whipping (coefficients secret)",
+               mk._reduce_mod_f, reduce, secret_args=("ext",), **algs),
         Target("mayo-whip", "combining the k(k+1)/2 evaluations with powers of z (U, M, y, A secret)",
                mk.whip, whip, secret_args=("U", "M", "y", "A"), **algs),
         Target("mayo-sample-solution", "solution sampling: echelon form and back substitution of "
@@ -143,8 +161,6 @@ def _mayo_kernel_targets():
                classes=("rank m-1", "random"), **algs),
         Target("mayo-assemble-signature", "s_i = (v_i + O x_i, x_i) (V, O, x secret)", mk.assemble_signature,
                assemble, secret_args=("V", "O", "x"), **algs),
-        Target("mayo-eval-public", "P*(s) of verification: public data only (timing only)", mk.eval_public,
-               eval_public, **algs),
     ]
 
 
