@@ -191,14 +191,16 @@ def _signing_key(p) -> bytes:
 
 
 def _verify_pool(p):
-    """POOL_KEYS key pairs, each with POOL_SIGS valid signatures on random 32-byte messages."""
+    """POOL_KEYS key pairs with valid signatures on random 32-byte messages: the first key (the
+    fixed class's) has as many signatures as all the others together, POOL_SIGS each, so that
+    both classes see equally many distinct messages and signatures and differ only in the key."""
     if p.name not in _VERIFY_POOL:
         from .. import mayo
         pool = []
-        for _ in range(POOL_KEYS):
+        for i in range(POOL_KEYS):
             pk, sk = mayo.keypair(p, os.urandom)
             sigs = []
-            for _ in range(POOL_SIGS):
+            for _ in range(POOL_SIGS * (POOL_KEYS - 1) if i == 0 else POOL_SIGS):
                 msg = os.urandom(32)
                 sigs.append((msg, mayo.sign(p, sk, msg, os.urandom)))
             pool.append((pk, sigs))
@@ -218,8 +220,13 @@ def _mayo_operation_targets():
 
     def verify_key(p, rng, fixed):
         pool = _verify_pool(p)
-        pk, sigs = pool[int(rng.integers(len(pool)))]
+        pk, sigs = pool[0] if fixed else pool[1 + int(rng.integers(len(pool) - 1))]
         msg, sig = sigs[int(_SHARED.integers(len(sigs)))]
+        return (p, pk, msg, sig)
+
+    def verify_message(p, rng, fixed):
+        pk, sigs = _verify_pool(p)[0]
+        msg, sig = sigs[int(rng.integers(len(sigs)))]
         return (p, pk, msg, sig)
 
     return [
@@ -227,9 +234,13 @@ def _mayo_operation_targets():
                "key, same message, fresh salt randomness", mayo.sign, sign_key, secret_args=("sk",), **algs),
         Target("mayo-sign-message", "whole signing: one secret key, fixed vs random message, fresh salt "
                "randomness", mayo.sign, sign_message, secret_args=("sk",), **algs),
-        Target("mayo-verify-key", f"whole verification (valid signatures): fixed vs random public key "
-               f"(from a pool of {POOL_KEYS}), message and signature drawn alike for both",
+        Target("mayo-verify-key", f"whole verification (valid signatures): one fixed public key vs "
+               f"{POOL_KEYS - 1} others; each class draws from {POOL_SIGS * (POOL_KEYS - 1)} messages "
+               f"and signatures",
                mayo.verify, verify_key, **algs),
+        Target("mayo-verify-message", f"whole verification (valid signatures), one public key: fixed vs "
+               f"random message and signature (from {POOL_SIGS * (POOL_KEYS - 1)})", mayo.verify,
+               verify_message, **algs),
     ]
 
 
