@@ -44,7 +44,7 @@ def leaky_lookup(secret, out):
 
 
 @nb.njit(cache=False)
-def _helper_branchy(v):
+def _branchy_callee(v):
     if v & 1:
         return v ^ 3
     return v
@@ -52,13 +52,13 @@ def _helper_branchy(v):
 
 @nb.njit(cache=False)
 def leaky_nested(secret, out):
-    """Branch-free itself; the branch is in a compiled helper it calls."""
+    """Branch-free itself; the branch is in a compiled function it calls."""
     for i in range(out.size):
-        out[i] = _helper_branchy(secret[i])
+        out[i] = _branchy_callee(secret[i])
 
 
 @nb.njit(cache=False)
-def _helper_masked(v):
+def _masked_callee(v):
     return v ^ ((np.uint8(0) - (v & np.uint8(1))) & np.uint8(3))
 
 
@@ -66,7 +66,7 @@ def _helper_masked(v):
 def ct_nested(secret, out):
     """Constant-time counterpart of leaky_nested."""
     for i in range(out.size):
-        out[i] = _helper_masked(secret[i])
+        out[i] = _masked_callee(secret[i])
 
 
 # -- timing targets: the leak is tens of microseconds, far above this machine's noise ------------

@@ -26,7 +26,7 @@ def test_a_branch_on_the_secret_fails(opcodes):
 def test_a_branch_in_a_called_kernel_fails():
     result = trace.check_target(k.LEAKY_NESTED, pairs=3)
     assert not result.ok
-    assert "_helper_branchy" in result.divergence
+    assert "_branchy_callee" in result.divergence
 
 
 def test_a_one_line_conditional_needs_opcode_tracing():

@@ -25,10 +25,10 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     from pqforge.mayo import kernels as mk
     covered = {t.func for t in KERNELS}
     public_only = {mk.fill_upper}  # places decoded public-key entries
-    helpers = {mk._entry, mk._lowest_bit, mk._eq_mask, mk._gt_mask}  # traced inside their callers
+    inner = {mk._entry, mk._lowest_bit, mk._eq_mask, mk._gt_mask}  # traced inside their callers
     for module in (gk, mk):
         for name, obj in vars(module).items():
-            if hasattr(obj, "py_func") and obj not in public_only | helpers:
+            if hasattr(obj, "py_func") and obj not in public_only | inner:
                 assert obj in covered, f"{module.__name__}.{name} sees secrets but is not trace-checked"
 
 
