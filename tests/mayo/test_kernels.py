@@ -102,16 +102,60 @@ def test_nibble_decoding_matches_reference(m):
     assert np.array_equal(planes_c, planes_p)
 
 
-def test_fill_upper():
-    entries = RNG.integers(0, 2**63, (10, 4), dtype=np.uint64)
+def packed_upper(size, m):
+    """A random upper-triangular m-vector matrix: dense elements and the packed bitsliced form."""
+    el = elements(size, size, m) * np.triu(np.ones((size, size), np.uint8))[:, :, None]
+    return el, bitslice(el[np.triu_indices(size)], (m + 63) // 64)
+
+
+@pytest.mark.parametrize("size", [5, 8, 11])
+def test_mul_transposed_packed(size):
+    m, R = 78, 3
+    el, Ap = packed_upper(size, m)
+    B = elements(size, R)
     outs = []
-    for fn in (mk.fill_upper, mk.fill_upper.py_func):
-        out = np.zeros((4, 4, 4), np.uint64)
-        fn(entries, out)
+    for fn in (mk.mul_transposed_packed, mk.mul_transposed_packed.py_func):
+        out = np.zeros((R, size, 8), np.uint64)
+        fn(B, Ap, out)
         outs.append(out)
     assert np.array_equal(outs[0], outs[1])
-    assert np.array_equal(outs[0][np.triu_indices(4)], entries)
-    assert not outs[0][np.tril_indices(4, -1)].any()
+    got = unbitslice(outs[0], m)
+    for e in range(m):
+        assert np.array_equal(got[:, :, e], ref_matmul(B.T, el[:, :, e]))
+
+
+@pytest.mark.parametrize("size", [5, 8, 11])
+def test_mul_packed_rows(size):
+    m, C = 64, 3
+    el, Ap = packed_upper(size, m)
+    B = elements(size, C)
+    outs = []
+    for fn in (mk.mul_packed_rows, mk.mul_packed_rows.py_func):
+        out = np.zeros((size, C, 4), np.uint64)
+        fn(Ap, B, out)
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+    got = unbitslice(outs[0], m)
+    for e in range(m):
+        assert np.array_equal(got[:, :, e], ref_matmul(el[:, :, e], B))
+
+
+def test_assemble_public_packed():
+    m, v, o = 64, 5, 3
+    n = v + o
+    el1, P1 = packed_upper(v, m)
+    el3, P3 = packed_upper(o, m)
+    el2 = elements(v, o, m)
+    P2 = bitslice(el2, 1)
+    outs = []
+    for fn in (mk.assemble_public_packed, mk.assemble_public_packed.py_func):
+        out = np.zeros((n * (n + 1) // 2, 4), np.uint64)
+        fn(P1, P2, P3, out)
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+    full = np.zeros((n, n, m), np.uint8)
+    full[:v, :v], full[:v, v:], full[v:, v:] = el1, el2, el3
+    assert np.array_equal(unbitslice(outs[0], m), full[np.triu_indices(n)])
 
 
 def ref_whip(U, M, m, tail):
