@@ -91,15 +91,14 @@ def test_nibble_decoding_matches_reference(m):
     limbs = (m + 63) // 64
     el = elements(9, m)
     nibbles = (el[:, 0::2] | (el[:, 1::2] << 4)).astype(np.uint8)    # the specification's encoding
-    words = gk.bitslice_nibble_rows(nibbles, limbs)
+    words = gk.bitslice_nibble_rows(nibbles.tobytes(), 9, m // 2, limbs)
     assert np.array_equal(words, bitslice(el, limbs))
-    flat = np.zeros((9, 32 * limbs), np.uint8)
-    flat[:, :m // 2] = nibbles
-    planes_c = np.empty((4, 9 * 4 * limbs), np.uint16)
-    planes_p = planes_c.copy()
-    gk.gather_planes(flat.view("<u8").reshape(-1), planes_c)
-    gk.gather_planes.py_func(flat.view("<u8").reshape(-1), planes_p)
-    assert np.array_equal(planes_c, planes_p)
+    stream = np.zeros((9 * m // 2 + 31) // 32 * 4 + 4, np.uint64)
+    stream.view(np.uint8)[:nibbles.size] = nibbles.ravel()
+    twin, compiled = np.empty_like(words), np.empty_like(words)
+    gk.bitslice_stream(stream, m, compiled)
+    gk.bitslice_stream.py_func(stream, m, twin)
+    assert np.array_equal(twin, words) and np.array_equal(compiled, words)
 
 
 def packed_upper(size, m):

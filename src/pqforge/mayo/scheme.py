@@ -22,8 +22,7 @@ from .params import MayoParams
 
 def decode_mvecs(params: MayoParams, data: bytes, count: int) -> np.ndarray:
     """``count`` consecutive m-vectors (m/2 bytes each) -> (count, W) bitsliced words."""
-    raw = np.frombuffer(data, np.uint8, count * params.m_bytes).reshape(count, params.m_bytes)
-    return bitslice_nibble_rows(raw, params.limbs)
+    return bitslice_nibble_rows(data, count, params.m_bytes, params.limbs)
 
 
 def encode_mvecs(params: MayoParams, words: np.ndarray) -> bytes:
