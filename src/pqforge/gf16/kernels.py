@@ -52,11 +52,18 @@ def mul_add_scalar(acc, a, s, limbs):
 
     Constant-time in ``s`` and in the data (masked XORs only); any of them may be secret.
     """
+    mul_add_scalar_from(acc, a, s, limbs, 0)
+
+
+@nb.njit(**_INLINE)
+def mul_add_scalar_from(acc, a, s, limbs, first):
+    """acc ^= s * a on limbs first .. limbs-1 only (callers know the lower limbs of ``a`` are
+    zero; ``first`` is public). Constant-time in ``s`` and the data."""
     m0 = bit_mask(s, 0)
     m1 = bit_mask(s, 1)
     m2 = bit_mask(s, 2)
     m3 = bit_mask(s, 3)
-    for w in range(limbs):
+    for w in range(first, limbs):
         b0 = a[w]
         b1 = a[limbs + w]
         b2 = a[2 * limbs + w]

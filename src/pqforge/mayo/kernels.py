@@ -10,7 +10,8 @@ Every kernel keeps its plain-Python twin as ``kernel.py_func``.
 import numba as nb
 import numpy as np
 
-from ..gf16.kernels import compress_nibble_bits, bit_mask, gf16_inv, gf16_mul, mul_add_scalar, nonzero_mask
+from ..gf16.kernels import (bit_mask, compress_nibble_bits, gf16_inv, gf16_mul, mul_add_scalar,
+                           mul_add_scalar_from, nonzero_mask)
 
 _JIT = dict(cache=True)
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -327,21 +328,26 @@ def sample_solution(A, y, r, x):
         # above that bound are never touched. If the bound is ever violated the rank is below
         # m, which the final pivot count reports all the same (a public, size-only bound).
         first = max(0, col - (ko - m))
+        # rows at or below the pivot row are zero left of col, so limbs left of col's are skipped
+        lo = col >> 6
         pivot[:] = 0
         found = np.uint64(0)
         for rr in range(first, m):
             take = np.uint64(_eq_mask(rr, pivot_row)) | (np.uint64(_gt_mask(rr, pivot_row)) & ~found)
-            for w in range(W):
-                pivot[w] ^= take & rows[rr, w]
+            for p in range(4):
+                for w in range(lo, limbs):
+                    pivot[p * limbs + w] ^= take & rows[rr, p * limbs + w]
             found = np.uint64(nonzero_mask(np.uint64(_entry(pivot, col, limbs))))
         scaled[:] = 0
-        mul_add_scalar(scaled, pivot, gf16_inv(_entry(pivot, col, limbs)), limbs)
+        mul_add_scalar_from(scaled, pivot, gf16_inv(_entry(pivot, col, limbs)), limbs, lo)
         for rr in range(first, m):
             is_pr = np.uint64(_eq_mask(rr, pivot_row)) & found
-            for w in range(W):
-                rows[rr, w] = (rows[rr, w] & ~is_pr) | (scaled[w] & is_pr)
+            for p in range(4):
+                for w in range(lo, limbs):
+                    i = p * limbs + w
+                    rows[rr, i] = (rows[rr, i] & ~is_pr) | (scaled[i] & is_pr)
             f = np.int64(_entry(rows[rr], col, limbs)) & np.int64(np.uint64(_gt_mask(rr, pivot_row)) & np.uint64(15))
-            mul_add_scalar(rows[rr], scaled, f, limbs)
+            mul_add_scalar_from(rows[rr], scaled, f, limbs, lo)
         pivot_row += np.int64(found & np.uint64(1))
     full_rank = pivot_row == m
 
