@@ -191,16 +191,23 @@ def unbitslice_into(words, length, out):
 def _reduce_mod_f(ext, m, f_tail, high):
     """Reduce a polynomial of degree < m + E (coefficients ext) modulo f(z) = z^m + f_tail(z).
 
-    z^(m+d) = z^d f_tail(z) and d + 3 < m for every parameter set, so one pass suffices.
-    ``high`` is scratch of length E. Secret: ext; only sizes steer the loops.
+    z^(m+d) = z^d f_tail(z) and d + 3 < m for every parameter set, so one pass suffices. The
+    high coefficients are multiplied by the public constants f_tail[t] as sums of x-power
+    multiples (x h computed by shifts on whole byte rows). ``high``: scratch (4, E) uint8.
+    Secret: ext; the branches test bits of the public f_tail only.
     """
     E = ext.shape[0] - m
     for d in range(E):
-        high[d] = ext[m + d]
-    for t in range(4):
-        ft = f_tail[t]
+        high[0, d] = ext[m + d]
+    for i in range(1, 4):
         for d in range(E):
-            ext[d + t] ^= gf16_mul(high[d], ft)
+            h = high[i - 1, d]
+            high[i, d] = ((h << 1) & 0xF) ^ ((h >> 3) * 3)      # x * h, as x^4 = x + 1
+    for t in range(4):
+        for i in range(4):
+            if (f_tail[t] >> i) & 1:
+                for d in range(E):
+                    ext[d + t] ^= high[i, d]
 
 
 @nb.njit(**_JIT)
@@ -246,7 +253,7 @@ def whip(U, M, m, f_tail, y, A):
                     for e in range(m):
                         dst[ell + e] ^= src[e]
             ell += 1
-    high = np.zeros(E, np.uint8)
+    high = np.zeros((4, E), np.uint8)
     _reduce_mod_f(yext, m, f_tail, high)
     for e in range(m):
         y[e] ^= yext[e]
