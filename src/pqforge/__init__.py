@@ -9,7 +9,11 @@
 from .errors import (InvalidInput, InvalidKey, InvalidSignature, InvalidType, PQForgeError,
                      UnknownAlgorithm)
 
+from ._memory import retain_freed_heap
+
 __version__ = "0.1.0"
+
+retain_freed_heap()
 
 __all__ = ["InvalidInput", "InvalidKey", "InvalidSignature", "InvalidType", "PQForgeError",
            "UnknownAlgorithm", "__version__"]

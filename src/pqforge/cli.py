@@ -183,6 +183,17 @@ def cmd_kat(args) -> int:
 
 def cmd_bench(args) -> int:
     from . import bench
+    if args.startup:
+        from .bench import startup
+        for name in args.alg or ["MAYO-2"]:
+            res = startup.measure(algorithms.get(name).name)
+            if args.json:
+                print(json.dumps({"alg": name, **res}))
+            else:
+                for label, r in res.items():
+                    print(f"{name} {label} start: import {r['import_s'] * 1000:.0f} ms, "
+                          f"first keygen+sign+verify {r['first_ops_s'] * 1000:.0f} ms")
+        return 0
     algs = [algorithms.get(a) for a in args.alg] if args.alg else [algorithms.get(n) for n in algorithms.names()
                                                                     if n.startswith("MAYO")]
     rows = bench.run(algs, min_seconds=args.seconds,
@@ -250,6 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--alg", action="append", help="algorithm (repeatable; default: all MAYO sets)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--seconds", type=float, default=0.5, help="minimum measuring time per operation")
+    s.add_argument("--startup", action="store_true",
+                   help="measure import and first-call time of a cold (empty numba cache) and a warm start")
     s.set_defaults(func=cmd_bench)
 
     for module in ("pqforge.ct.cli",):  # optional command groups

@@ -7,6 +7,8 @@ from pqforge.gf16 import bitslice, unbitslice
 from pqforge.gf16 import kernels as gk
 from pqforge.mayo import kernels as mk
 
+from ..twins import pure
+
 RNG = np.random.default_rng(2026)
 
 
@@ -39,12 +41,12 @@ def elements(*shape):
 
 def test_scalar_kernels_match_twins_and_reference():
     for a in range(16):
-        assert gk.gf16_inv(a) == gk.gf16_inv.py_func(a)
+        assert gk.gf16_inv(a) == pure(gk.gf16_inv)(a)
         for b in range(16):
-            assert gk.gf16_mul(a, b) == gk.gf16_mul.py_func(a, b) == MUL[a, b]
+            assert gk.gf16_mul(a, b) == pure(gk.gf16_mul)(a, b) == MUL[a, b]
     for v in (0, 1, 2, 2**63, 2**64 - 1, 12345):
         expect = 0 if v == 0 else 2**64 - 1
-        assert gk.nonzero_mask(np.uint64(v)) == gk.nonzero_mask.py_func(np.uint64(v)) == expect
+        assert gk.nonzero_mask(np.uint64(v)) == pure(gk.nonzero_mask)(np.uint64(v)) == expect
 
 
 @pytest.mark.parametrize("m", [64, 78, 142])
@@ -55,7 +57,7 @@ def test_mul_add_scalar(m):
         acc_c = np.zeros(4 * limbs, np.uint64)
         acc_p = acc_c.copy()
         gk.mul_add_scalar(acc_c, bitslice(a, limbs), s, limbs)
-        gk.mul_add_scalar.py_func(acc_p, bitslice(a, limbs), s, limbs)
+        pure(gk.mul_add_scalar)(acc_p, bitslice(a, limbs), s, limbs)
         assert np.array_equal(acc_c, acc_p)
         assert np.array_equal(unbitslice(acc_c, m), MUL[s, a])
 
@@ -76,7 +78,7 @@ def test_mul_transposed(suffix, m):
     A = bitslice(el, limbs)
     B = elements(J, R)
     outs = []
-    for fn in (mk.mul_transposed, mk.mul_transposed.py_func):
+    for fn in (mk.mul_transposed, pure(mk.mul_transposed)):
         out = np.zeros((R, C, 4 * limbs), np.uint64)
         fn(B, A, suffix, out)
         outs.append(out)
@@ -91,27 +93,70 @@ def test_nibble_decoding_matches_reference(m):
     limbs = (m + 63) // 64
     el = elements(9, m)
     nibbles = (el[:, 0::2] | (el[:, 1::2] << 4)).astype(np.uint8)    # the specification's encoding
-    words = gk.bitslice_nibble_rows(nibbles, limbs)
+    words = gk.bitslice_nibble_rows(nibbles.tobytes(), 9, m // 2, limbs)
     assert np.array_equal(words, bitslice(el, limbs))
-    flat = np.zeros((9, 32 * limbs), np.uint8)
-    flat[:, :m // 2] = nibbles
-    planes_c = np.empty((4, 9 * 4 * limbs), np.uint16)
-    planes_p = planes_c.copy()
-    gk.gather_planes(flat.view("<u8").reshape(-1), planes_c)
-    gk.gather_planes.py_func(flat.view("<u8").reshape(-1), planes_p)
-    assert np.array_equal(planes_c, planes_p)
+    stream = np.zeros((9 * m // 2 + 31) // 32 * 4 + 4, np.uint64)
+    stream.view(np.uint8)[:nibbles.size] = nibbles.ravel()
+    twin, compiled = np.empty_like(words), np.empty_like(words)
+    gk.bitslice_stream(stream, m, compiled)
+    pure(gk.bitslice_stream)(stream, m, twin)
+    assert np.array_equal(twin, words) and np.array_equal(compiled, words)
 
 
-def test_fill_upper():
-    entries = RNG.integers(0, 2**63, (10, 4), dtype=np.uint64)
+def packed_upper(size, m):
+    """A random upper-triangular m-vector matrix: dense elements and the packed bitsliced form."""
+    el = elements(size, size, m) * np.triu(np.ones((size, size), np.uint8))[:, :, None]
+    return el, bitslice(el[np.triu_indices(size)], (m + 63) // 64)
+
+
+@pytest.mark.parametrize("size", [5, 8, 11])
+def test_mul_transposed_packed(size):
+    m, R = 78, 3
+    el, Ap = packed_upper(size, m)
+    B = elements(size, R)
     outs = []
-    for fn in (mk.fill_upper, mk.fill_upper.py_func):
-        out = np.zeros((4, 4, 4), np.uint64)
-        fn(entries, out)
+    for fn in (mk.mul_transposed_packed, pure(mk.mul_transposed_packed)):
+        out = np.zeros((R, size, 8), np.uint64)
+        fn(B, Ap, out)
         outs.append(out)
     assert np.array_equal(outs[0], outs[1])
-    assert np.array_equal(outs[0][np.triu_indices(4)], entries)
-    assert not outs[0][np.tril_indices(4, -1)].any()
+    got = unbitslice(outs[0], m)
+    for e in range(m):
+        assert np.array_equal(got[:, :, e], ref_matmul(B.T, el[:, :, e]))
+
+
+@pytest.mark.parametrize("size", [5, 8, 11])
+def test_mul_packed_rows(size):
+    m, C = 64, 3
+    el, Ap = packed_upper(size, m)
+    B = elements(size, C)
+    outs = []
+    for fn in (mk.mul_packed_rows, pure(mk.mul_packed_rows)):
+        out = np.zeros((size, C, 4), np.uint64)
+        fn(Ap, B, out)
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+    got = unbitslice(outs[0], m)
+    for e in range(m):
+        assert np.array_equal(got[:, :, e], ref_matmul(el[:, :, e], B))
+
+
+def test_assemble_public_packed():
+    m, v, o = 64, 5, 3
+    n = v + o
+    el1, P1 = packed_upper(v, m)
+    el3, P3 = packed_upper(o, m)
+    el2 = elements(v, o, m)
+    P2 = bitslice(el2, 1)
+    outs = []
+    for fn in (mk.assemble_public_packed, pure(mk.assemble_public_packed)):
+        out = np.zeros((n * (n + 1) // 2, 4), np.uint64)
+        fn(P1, P2, P3, out)
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1])
+    full = np.zeros((n, n, m), np.uint8)
+    full[:v, :v], full[:v, v:], full[v:, v:] = el1, el2, el3
+    assert np.array_equal(unbitslice(outs[0], m), full[np.triu_indices(n)])
 
 
 def ref_whip(U, M, m, tail):
@@ -147,7 +192,7 @@ def test_whip():
     Uel, Mel = elements(k, k, m), elements(k, o, m)
     U, M = bitslice(Uel, 1), bitslice(Mel, 1)
     outs = []
-    for fn in (mk.whip, mk.whip.py_func):
+    for fn in (mk.whip, pure(mk.whip)):
         y, A = np.zeros(m, np.uint8), np.zeros((m, k * o), np.uint8)
         fn(U, M, m, np.array(tail, np.int64), y, A)
         outs.append((y, A))
@@ -165,7 +210,7 @@ def test_sample_solution(m, ko):
         y, r = elements(m), elements(ko)
         x_c, x_p = np.zeros(ko, np.uint8), np.zeros(ko, np.uint8)
         ok_c = mk.sample_solution(A, y, r, x_c)
-        ok_p = mk.sample_solution.py_func(A, y, r, x_p)
+        ok_p = pure(mk.sample_solution)(A, y, r, x_p)
         assert ok_c == ok_p
         if ok_c:
             assert np.array_equal(x_c, x_p)
@@ -179,7 +224,7 @@ def test_assemble_signature():
     V, O, x = elements(k, v), elements(v, o), elements(k * o)
     s_c, s_p = np.zeros(k * n, np.uint8), np.zeros(k * n, np.uint8)
     mk.assemble_signature(V, O, x, n, s_c)
-    mk.assemble_signature.py_func(V, O, x, n, s_p)
+    pure(mk.assemble_signature)(V, O, x, n, s_p)
     assert np.array_equal(s_c, s_p)
     for i in range(k):
         xi = x[i * o:(i + 1) * o]

@@ -52,11 +52,18 @@ def mul_add_scalar(acc, a, s, limbs):
 
     Constant-time in ``s`` and in the data (masked XORs only); any of them may be secret.
     """
+    mul_add_scalar_from(acc, a, s, limbs, 0)
+
+
+@nb.njit(**_INLINE)
+def mul_add_scalar_from(acc, a, s, limbs, first):
+    """acc ^= s * a on limbs first .. limbs-1 only (callers know the lower limbs of ``a`` are
+    zero; ``first`` is public). Constant-time in ``s`` and the data."""
     m0 = bit_mask(s, 0)
     m1 = bit_mask(s, 1)
     m2 = bit_mask(s, 2)
     m3 = bit_mask(s, 3)
-    for w in range(limbs):
+    for w in range(first, limbs):
         b0 = a[w]
         b1 = a[limbs + w]
         b2 = a[2 * limbs + w]
@@ -79,29 +86,48 @@ def compress_nibble_bits(x):
 
 
 @nb.njit(cache=True)
-def gather_planes(words, planes):
-    """planes[p, i] = bit p of the 16 nibbles of words[i], as 16 contiguous bits.
+def bitslice_stream(words, length, out):
+    """A stream of nibble-packed vectors -> bitsliced words.
 
-    The inner loops are straight-line shifts and masks over a flat array, so they vectorise;
-    no tables, no branches: safe on secret data.
+    words: the stream as little-endian uint64 words (16 elements each, zero-padded, with at
+    least one spare word at the end); vector i is stream elements i*length .. (i+1)*length-1.
+    First every bit plane of the whole stream is gathered into a bit string (a flat,
+    vectorised loop), then each vector's 64-bit limbs are cut out of those bit strings at
+    public offsets. Shifts and masks only: safe on secret data.
     """
+    count = out.shape[0]
+    limbs = out.shape[1] // 4
+    nq = words.shape[0] // 4                         # 64-bit words of each plane's bit string
+    planes = np.empty((4, nq + 1), np.uint64)
     for p in range(4):
         shift = np.uint64(p)
-        out = planes[p]
-        for i in range(words.shape[0]):
-            out[i] = compress_nibble_bits(words[i] >> shift)
+        dst = planes[p]
+        for k in range(nq):
+            dst[k] = compress_nibble_bits(words[4 * k] >> shift) \
+                | (compress_nibble_bits(words[4 * k + 1] >> shift) << np.uint64(16)) \
+                | (compress_nibble_bits(words[4 * k + 2] >> shift) << np.uint64(32)) \
+                | (compress_nibble_bits(words[4 * k + 3] >> shift) << np.uint64(48))
+        dst[nq] = 0
+    one = np.uint64(1)
+    for i in range(count):
+        for l in range(limbs):
+            start = i * length + 64 * l
+            q = start >> 6
+            sh = np.uint64(start & 63)
+            keep = min(64, length - 64 * l)
+            mask = ~np.uint64(0) if keep == 64 else (one << np.uint64(keep)) - one
+            for p in range(4):
+                lo = planes[p, q] >> sh
+                hi = (planes[p, q + 1] << one) << (np.uint64(63) - sh)   # no shift by 64 when sh = 0
+                out[i, p * limbs + l] = (lo | hi) & mask
 
 
-def bitslice_nibble_rows(raw: np.ndarray, limbs: int) -> np.ndarray:
-    """Nibble-packed vectors raw (count, nbytes) uint8 -> bitsliced (count, 4 * limbs) uint64.
-
-    Each vector is zero-padded to 32 * limbs bytes (4 * limbs words of 16 nibbles); bit plane
-    p of word k is then exactly the 16-bit chunk k of plane p in the bitsliced layout.
-    """
-    count, nbytes = raw.shape
-    padded = np.zeros((count, 32 * limbs), np.uint8)
-    padded[:, :nbytes] = raw
-    planes = np.empty((4, count * 4 * limbs), np.uint16)
-    gather_planes(padded.view("<u8").reshape(-1), planes)
-    per_vector = np.ascontiguousarray(planes.reshape(4, count, 4 * limbs).transpose(1, 0, 2))
-    return per_vector.view("<u8").reshape(count, 4 * limbs)
+def bitslice_nibble_rows(data, count: int, nbytes: int, limbs: int) -> np.ndarray:
+    """``count`` nibble-packed vectors of ``nbytes`` bytes each (bytes-like, 2 * nbytes elements
+    per vector) -> (count, 4 * limbs) uint64."""
+    total = count * nbytes
+    words = np.zeros((total + 31) // 32 * 4 + 4, np.uint64)    # whole 4-word groups plus a spare
+    words.view(np.uint8)[:total] = np.frombuffer(data, np.uint8, total)
+    out = np.empty((count, 4 * limbs), np.uint64)
+    bitslice_stream(words, 2 * nbytes, out)
+    return out

@@ -10,52 +10,29 @@ Every kernel keeps its plain-Python twin as ``kernel.py_func``.
 import numba as nb
 import numpy as np
 
-from ..gf16.kernels import compress_nibble_bits, bit_mask, gf16_inv, gf16_mul, mul_add_scalar, nonzero_mask
+from ..gf16.kernels import (bit_mask, compress_nibble_bits, gf16_inv, gf16_mul, mul_add_scalar,
+                           mul_add_scalar_from, nonzero_mask)
 
 _JIT = dict(cache=True)
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @nb.njit(**_JIT)
-def mul_transposed(B, A, suffix, out):
-    """out[r, c] ^= sum_j B[j, r] * A[j, c]: out = B^T A for scalars B (J, R) and m-vectors A (J, C, W).
-
-    With ``suffix`` true, A is upper triangular (zero below the diagonal) and the all-zero
-    blocks left of the diagonal are skipped. Each scalar is split into its four bits: bit t of
-    B[j, r] masks row j of A into accumulator (t, r); accumulators are laid out word-major so
-    that one word of four rows of A updates all 4R accumulators in a vectorised inner loop, and
-    they are combined with x^t at the end. Secret: B (the oil matrix O or the vinegar vectors)
-    and A (L in signing); they are only masked and XORed, never an index or a branch condition.
-    """
-    J, C, W = A.shape
-    R = B.shape[1]
-    limbs = W // 4
-    CW = C * W
-    G = 4 * R
-    masks = np.empty((J, G), np.uint64)
+def _bit_masks(B):
+    """masks[j, t * R + r] = all-ones if bit t of B[j, r] is set: the scalars as 4R masks per row."""
+    J, R = B.shape
+    masks = np.empty((J, 4 * R), np.uint64)
     for j in range(J):
         for t in range(4):
             for r in range(R):
                 masks[j, t * R + r] = bit_mask(B[j, r], t)
-    rows = A.reshape(J, CW)
-    acc = np.zeros((CW, G), np.uint64)
-    full = J - J % 4
-    for j0 in range(0, full, 4):   # four rows of A per sweep over the accumulators
-        m0, m1, m2, m3 = masks[j0], masks[j0 + 1], masks[j0 + 2], masks[j0 + 3]
-        r0, r1, r2, r3 = rows[j0], rows[j0 + 1], rows[j0 + 2], rows[j0 + 3]
-        for q in range(j0 * W if suffix else 0, CW):
-            x0, x1, x2, x3 = r0[q], r1[q], r2[q], r3[q]
-            a = acc[q]
-            for g in range(G):
-                a[g] ^= (m0[g] & x0) ^ (m1[g] & x1) ^ (m2[g] & x2) ^ (m3[g] & x3)
-    for j in range(full, J):
-        mj = masks[j]
-        rj = rows[j]
-        for q in range(j * W if suffix else 0, CW):
-            x = rj[q]
-            a = acc[q]
-            for g in range(G):
-                a[g] ^= mj[g] & x
+    return masks
+
+
+@nb.njit(**_JIT)
+def _combine(acc, R, C, W, out):
+    """out[r, c] ^= sum_t x^t acc_t[r, c], accumulators stored word-major: acc[c * W + w, t * R + r]."""
+    limbs = W // 4
     word = np.empty(W, np.uint64)
     for r in range(R):
         for c in range(C):
@@ -63,6 +40,139 @@ def mul_transposed(B, A, suffix, out):
                 for w in range(W):
                     word[w] = acc[c * W + w, t * R + r]
                 mul_add_scalar(out[r, c], word, 1 << t, limbs)
+
+
+@nb.njit(**_JIT)
+def _mul_transposed_core(B, flat, offsets, starts, C, W, out):
+    """out = B^T A where row j of A, word q = c * W + w, is flat[offsets[j] + q] for q >= starts[j]
+    (and zero before). Bit t of B[j, r] masks row j into accumulator (t, r); the accumulators
+    are word-major, so one word of four rows updates all 4R of them in a vectorised loop."""
+    J, R = B.shape
+    CW = C * W
+    G = 4 * R
+    masks = _bit_masks(B)
+    acc = np.zeros((CW, G), np.uint64)
+    full = J - J % 4
+    for j0 in range(0, full, 4):
+        common = max(max(starts[j0], starts[j0 + 1]), max(starts[j0 + 2], starts[j0 + 3]))
+        for j in range(j0, j0 + 4):          # lead-in where not all four rows have started
+            mj = masks[j]
+            for q in range(starts[j], common):
+                x = flat[offsets[j] + q]
+                a = acc[q]
+                for g in range(G):
+                    a[g] ^= mj[g] & x
+        m0, m1, m2, m3 = masks[j0], masks[j0 + 1], masks[j0 + 2], masks[j0 + 3]
+        o0, o1, o2, o3 = offsets[j0], offsets[j0 + 1], offsets[j0 + 2], offsets[j0 + 3]
+        for q in range(common, CW):
+            x0, x1, x2, x3 = flat[o0 + q], flat[o1 + q], flat[o2 + q], flat[o3 + q]
+            a = acc[q]
+            for g in range(G):
+                a[g] ^= (m0[g] & x0) ^ (m1[g] & x1) ^ (m2[g] & x2) ^ (m3[g] & x3)
+    for j in range(full, J):
+        mj = masks[j]
+        for q in range(starts[j], CW):
+            x = flat[offsets[j] + q]
+            a = acc[q]
+            for g in range(G):
+                a[g] ^= mj[g] & x
+    _combine(acc, R, C, W, out)
+
+
+@nb.njit(**_JIT)
+def mul_transposed(B, A, suffix, out):
+    """out[r, c] ^= sum_j B[j, r] * A[j, c]: out = B^T A for scalars B (J, R) and m-vectors A (J, C, W).
+
+    With ``suffix`` true, A is upper triangular and entries left of the diagonal are not read.
+    Secret: B (the oil matrix O, the vinegar vectors) and A (L in signing); both are only
+    masked and XORed, never an index or a branch condition.
+    """
+    J, C, W = A.shape
+    offsets = np.arange(J) * (C * W)
+    starts = np.arange(J) * W if suffix else np.zeros(J, np.int64)
+    _mul_transposed_core(B, A.reshape(J * C * W), offsets, starts, C, W, out)
+
+
+@nb.njit(**_JIT)
+def packed_row_starts(size):
+    """Index of entry (j, j) in a row-major packed upper-triangular matrix of the given size."""
+    starts = np.empty(size, np.int64)
+    for j in range(size):
+        starts[j] = j * size - j * (j - 1) // 2
+    return starts
+
+
+@nb.njit(**_JIT)
+def mul_transposed_packed(B, Ap, out):
+    """out = B^T A for an upper-triangular m-vector matrix A stored packed: Ap (size(size+1)/2, W),
+    the entries (j, j..size-1) of row j after those of row j-1. Secret: B and Ap (as above)."""
+    size = B.shape[0]
+    W = Ap.shape[1]
+    diag = packed_row_starts(size)
+    offsets = (diag - np.arange(size)) * W       # flat index of (j, c) word w is offsets[j] + c * W + w
+    _mul_transposed_core(B, Ap.reshape(Ap.shape[0] * W), offsets, np.arange(size) * W, size, W, out)
+
+
+@nb.njit(**_JIT)
+def mul_packed_rows(Ap, B, out):
+    """out[r, c] ^= sum_{j >= r} A[r, j] * B[j, c] for a packed upper-triangular A (see
+    mul_transposed_packed) and scalars B (size, C): the product A B, row by row of A.
+
+    Bit t of B[j, c] masks entry (r, j) into accumulator (t, c) of row r; the accumulators
+    (W x 4C words) stay in L1. Secret: B (the oil matrix) and possibly Ap; masks and XORs only.
+    """
+    size, C = B.shape
+    W = Ap.shape[1]
+    G = 4 * C
+    masks = _bit_masks(B)
+    diag = packed_row_starts(size)
+    acc = np.zeros((W, G), np.uint64)
+    word = np.empty(W, np.uint64)
+    limbs = W // 4
+    for r in range(size):
+        acc[:] = 0
+        e0 = diag[r] - r                          # entry (r, j) is Ap[e0 + j]
+        j = r
+        while j + 4 <= size:
+            m0, m1, m2, m3 = masks[j], masks[j + 1], masks[j + 2], masks[j + 3]
+            for w in range(W):
+                x0, x1, x2, x3 = Ap[e0 + j, w], Ap[e0 + j + 1, w], Ap[e0 + j + 2, w], Ap[e0 + j + 3, w]
+                a = acc[w]
+                for g in range(G):
+                    a[g] ^= (m0[g] & x0) ^ (m1[g] & x1) ^ (m2[g] & x2) ^ (m3[g] & x3)
+            j += 4
+        while j < size:
+            mj = masks[j]
+            for w in range(W):
+                x = Ap[e0 + j, w]
+                a = acc[w]
+                for g in range(G):
+                    a[g] ^= mj[g] & x
+            j += 1
+        for c in range(C):
+            for t in range(4):
+                for w in range(W):
+                    word[w] = acc[w, t * C + c]
+                mul_add_scalar(out[r, c], word, 1 << t, limbs)
+
+
+@nb.njit(**_JIT)
+def assemble_public_packed(P1p, P2, P3p, out):
+    """Packed upper-triangular P = [[P1, P2], [0, P3]] from packed P1, dense P2 (v, o) and packed P3."""
+    v, o, W = P2.shape
+    e = 0
+    e1 = 0
+    for i in range(v):
+        for j in range(i, v):
+            out[e] = P1p[e1]
+            e += 1
+            e1 += 1
+        for j in range(o):
+            out[e] = P2[i, j]
+            e += 1
+    for e3 in range(P3p.shape[0]):
+        out[e] = P3p[e3]
+        e += 1
 
 
 @nb.njit(**_JIT)
@@ -81,16 +191,23 @@ def unbitslice_into(words, length, out):
 def _reduce_mod_f(ext, m, f_tail, high):
     """Reduce a polynomial of degree < m + E (coefficients ext) modulo f(z) = z^m + f_tail(z).
 
-    z^(m+d) = z^d f_tail(z) and d + 3 < m for every parameter set, so one pass suffices.
-    ``high`` is scratch of length E. Secret: ext; only sizes steer the loops.
+    z^(m+d) = z^d f_tail(z) and d + 3 < m for every parameter set, so one pass suffices. The
+    high coefficients are multiplied by the public constants f_tail[t] as sums of x-power
+    multiples (x h computed by shifts on whole byte rows). ``high``: scratch (4, E) uint8.
+    Secret: ext; the branches test bits of the public f_tail only.
     """
     E = ext.shape[0] - m
     for d in range(E):
-        high[d] = ext[m + d]
-    for t in range(4):
-        ft = f_tail[t]
+        high[0, d] = ext[m + d]
+    for i in range(1, 4):
         for d in range(E):
-            ext[d + t] ^= gf16_mul(high[d], ft)
+            h = high[i - 1, d]
+            high[i, d] = ((h << 1) & 0xF) ^ ((h >> 3) * 3)      # x * h, as x^4 = x + 1
+    for t in range(4):
+        for i in range(4):
+            if (f_tail[t] >> i) & 1:
+                for d in range(E):
+                    ext[d + t] ^= high[i, d]
 
 
 @nb.njit(**_JIT)
@@ -136,7 +253,7 @@ def whip(U, M, m, f_tail, y, A):
                     for e in range(m):
                         dst[ell + e] ^= src[e]
             ell += 1
-    high = np.zeros(E, np.uint8)
+    high = np.zeros((4, E), np.uint8)
     _reduce_mod_f(yext, m, f_tail, high)
     for e in range(m):
         y[e] ^= yext[e]
@@ -218,21 +335,26 @@ def sample_solution(A, y, r, x):
         # above that bound are never touched. If the bound is ever violated the rank is below
         # m, which the final pivot count reports all the same (a public, size-only bound).
         first = max(0, col - (ko - m))
+        # rows at or below the pivot row are zero left of col, so limbs left of col's are skipped
+        lo = col >> 6
         pivot[:] = 0
         found = np.uint64(0)
         for rr in range(first, m):
             take = np.uint64(_eq_mask(rr, pivot_row)) | (np.uint64(_gt_mask(rr, pivot_row)) & ~found)
-            for w in range(W):
-                pivot[w] ^= take & rows[rr, w]
+            for p in range(4):
+                for w in range(lo, limbs):
+                    pivot[p * limbs + w] ^= take & rows[rr, p * limbs + w]
             found = np.uint64(nonzero_mask(np.uint64(_entry(pivot, col, limbs))))
         scaled[:] = 0
-        mul_add_scalar(scaled, pivot, gf16_inv(_entry(pivot, col, limbs)), limbs)
+        mul_add_scalar_from(scaled, pivot, gf16_inv(_entry(pivot, col, limbs)), limbs, lo)
         for rr in range(first, m):
             is_pr = np.uint64(_eq_mask(rr, pivot_row)) & found
-            for w in range(W):
-                rows[rr, w] = (rows[rr, w] & ~is_pr) | (scaled[w] & is_pr)
+            for p in range(4):
+                for w in range(lo, limbs):
+                    i = p * limbs + w
+                    rows[rr, i] = (rows[rr, i] & ~is_pr) | (scaled[i] & is_pr)
             f = np.int64(_entry(rows[rr], col, limbs)) & np.int64(np.uint64(_gt_mask(rr, pivot_row)) & np.uint64(15))
-            mul_add_scalar(rows[rr], scaled, f, limbs)
+            mul_add_scalar_from(rows[rr], scaled, f, limbs, lo)
         pivot_row += np.int64(found & np.uint64(1))
     full_rank = pivot_row == m
 
@@ -285,14 +407,3 @@ def assemble_signature(V, O, x, n, s):
             s[i * n + a] = acc
         for c in range(o):
             s[i * n + v + c] = x[i * o + c]
-
-
-@nb.njit(**_JIT)
-def fill_upper(entries, out):
-    """Place the row-major upper-triangle entries (T, W) into a zeroed square out (size, size, W)."""
-    size = out.shape[0]
-    t = 0
-    for i in range(size):
-        for j in range(i, size):
-            out[i, j] = entries[t]
-            t += 1

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..gf16 import decode_nibbles, encode_nibbles, unbitslice
 from ..gf16.kernels import bitslice_nibble_rows
-from ..symmetric import aes128_ctr, shake256
+from ..symmetric import aes128_ctr, aes128_ctr_scratch, shake256
 from . import kernels
 from .params import MayoParams
 
@@ -22,23 +22,22 @@ from .params import MayoParams
 
 def decode_mvecs(params: MayoParams, data: bytes, count: int) -> np.ndarray:
     """``count`` consecutive m-vectors (m/2 bytes each) -> (count, W) bitsliced words."""
-    raw = np.frombuffer(data, np.uint8, count * params.m_bytes).reshape(count, params.m_bytes)
-    return bitslice_nibble_rows(raw, params.limbs)
+    return bitslice_nibble_rows(data, count, params.m_bytes, params.limbs)
 
 
 def encode_mvecs(params: MayoParams, words: np.ndarray) -> bytes:
     return encode_nibbles(unbitslice(words, params.m))
 
 
-def decode_upper(params: MayoParams, data: bytes, size: int) -> np.ndarray:
-    """An upper-triangular matrix of m-vectors (entries row by row, j >= i) -> (size, size, W)."""
-    full = np.zeros((size, size, params.words), np.uint64)
-    kernels.fill_upper(decode_mvecs(params, data, size * (size + 1) // 2), full)
-    return full
+def decode_upper(params: MayoParams, data, size: int) -> np.ndarray:
+    """An upper-triangular matrix of m-vectors, entries row by row (j >= i), kept packed:
+    (size(size+1)/2, W). Row j of the triangle is contiguous, which is all the kernels need."""
+    return decode_mvecs(params, data, size * (size + 1) // 2)
 
 
-def encode_upper(params: MayoParams, full: np.ndarray) -> bytes:
-    return encode_mvecs(params, full[np.triu_indices(full.shape[0])])
+def encode_upper(params: MayoParams, square: np.ndarray) -> bytes:
+    """Encode the upper triangle (row by row) of a dense square matrix of m-vectors."""
+    return encode_mvecs(params, square[np.triu_indices(square.shape[0])])
 
 
 def decode_matrix(params: MayoParams, data: bytes, rows: int, cols: int) -> np.ndarray:
@@ -67,13 +66,13 @@ class ExpandedSecretKey:
     """seed_sk and the decoded secret matrices: O (elements), P1 and L (bitsliced)."""
     seed_sk: bytes
     O: np.ndarray       # (v, o) uint8
-    P1: np.ndarray      # (v, v, W) upper triangular
+    P1: np.ndarray      # upper triangular, packed: (v(v+1)/2, W)
     L: np.ndarray       # (v, o, W)   L = (P1 + P1^T) O + P2
 
 
 @dataclass(frozen=True)
 class ExpandedPublicKey:
-    """P = [[P1, P2], [0, P3]], one upper-triangular (n, n, W) matrix of m-vectors."""
+    """P = [[P1, P2], [0, P3]], one upper-triangular matrix of m-vectors, packed: (n(n+1)/2, W)."""
     P: np.ndarray
 
 
@@ -85,10 +84,10 @@ def _seed_expansion(params: MayoParams, seed_sk: bytes):
 
 def _public_matrices(params: MayoParams, seed_pk: bytes):
     """P1 (upper, v x v) and P2 (v x o) from AES-128-CTR(seed_pk)."""
-    p = aes128_ctr(seed_pk, params.P1_bytes + params.P2_bytes)
+    p = aes128_ctr_scratch(seed_pk, params.P1_bytes + params.P2_bytes)
     P1 = decode_upper(params, p[:params.P1_bytes], params.v)
     P2 = decode_matrix(params, p[params.P1_bytes:], params.v, params.o)
-    return p, P1, P2
+    return P1, P2
 
 
 def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
@@ -101,10 +100,10 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     seed_pk, o_bytes = _seed_expansion(params, seed_sk)
     O = decode_oil(params, o_bytes)
-    _, P1, P2 = _public_matrices(params, seed_pk)
+    P1, P2 = _public_matrices(params, seed_pk)
     o, W = params.o, params.words
     OtP1 = np.zeros((o, params.v, W), np.uint64)
-    kernels.mul_transposed(O, P1, True, OtP1)                              # O^T P1
+    kernels.mul_transposed_packed(O, P1, OtP1)                             # O^T P1
     P3t = np.zeros((o, o, W), np.uint64)
     kernels.mul_transposed(O, np.ascontiguousarray(OtP1.transpose(1, 0, 2)), False, P3t)   # (O^T P1 O)^T
     P3 = np.ascontiguousarray(P3t.transpose(1, 0, 2))
@@ -116,10 +115,11 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     seed_pk, o_bytes = _seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
-    _, P1, P2 = _public_matrices(params, seed_pk)
-    Lt = np.zeros((params.o, params.v, params.words), np.uint64)
-    kernels.mul_transposed(O, P1 ^ P1.transpose(1, 0, 2), False, Lt)      # ((P1 + P1^T) O)^T: symmetric factor
-    L = Lt.transpose(1, 0, 2) ^ P2                                         # L = (P1 + P1^T) O + P2
+    P1, P2 = _public_matrices(params, seed_pk)
+    OtP1 = np.zeros((params.o, params.v, params.words), np.uint64)
+    kernels.mul_transposed_packed(O, P1, OtP1)                             # O^T P1 = (P1^T O)^T
+    L = OtP1.transpose(1, 0, 2) ^ P2
+    kernels.mul_packed_rows(P1, O, L)                                      # L = (P1 + P1^T) O + P2
     return ExpandedSecretKey(csk, O, P1, L)
 
 
@@ -141,7 +141,7 @@ def decode_esk(params: MayoParams, esk: bytes) -> ExpandedSecretKey:
 
 def expand_pk(params: MayoParams, cpk: bytes) -> ExpandedPublicKey:
     seed_pk = cpk[:params.pk_seed_bytes]
-    _, P1, P2 = _public_matrices(params, seed_pk)
+    P1, P2 = _public_matrices(params, seed_pk)
     P3 = decode_upper(params, cpk[params.pk_seed_bytes:], params.o)
     return _assemble_public(params, P1, P2, P3)
 
@@ -159,9 +159,8 @@ def decode_epk(params: MayoParams, epk: bytes) -> ExpandedPublicKey:
 
 
 def _assemble_public(params, P1, P2, P3) -> ExpandedPublicKey:
-    v = params.v
-    P = np.zeros((params.n, params.n, params.words), np.uint64)
-    P[:v, :v], P[:v, v:], P[v:, v:] = P1, P2, P3
+    P = np.empty((params.n * (params.n + 1) // 2, params.words), np.uint64)
+    kernels.assemble_public_packed(P1, P2, P3, P)
     return ExpandedPublicKey(P)
 
 
@@ -173,11 +172,11 @@ def _target(params: MayoParams, digest: bytes, salt: bytes) -> np.ndarray:
 
 
 def _quadratic_pairs(params: MayoParams, X: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """U[i, j] = x_i^T P x_j (m-vectors) for the rows x_i of X and an upper-triangular P."""
+    """U[i, j] = x_i^T P x_j (m-vectors) for the rows x_i of X and a packed upper-triangular P."""
     k = X.shape[0]
     Xt = np.ascontiguousarray(X.T)
-    XP = np.zeros((k, P.shape[1], params.words), np.uint64)
-    kernels.mul_transposed(Xt, P, True, XP)                            # x_i^T P
+    XP = np.zeros((k, X.shape[1], params.words), np.uint64)
+    kernels.mul_transposed_packed(Xt, P, XP)                          # x_i^T P
     Ut = np.zeros((k, k, params.words), np.uint64)
     kernels.mul_transposed(Xt, np.ascontiguousarray(XP.transpose(1, 0, 2)), False, Ut)
     return Ut.transpose(1, 0, 2)

@@ -1,0 +1,37 @@
+"""Run a compiled kernel's plain-Python twin all the way down.
+
+``kernel.py_func`` alone still calls the *compiled* helpers it references; ``pure(kernel)``
+returns a callable that runs the twin with every numba dispatcher in the kernel modules'
+namespaces temporarily replaced by its own ``py_func``, so no compiled code is involved.
+"""
+
+import contextlib
+
+from numba.core.registry import CPUDispatcher
+
+from pqforge.gf16 import kernels as gf16_kernels
+from pqforge.mayo import kernels as mayo_kernels
+
+MODULES = (gf16_kernels, mayo_kernels)
+
+
+@contextlib.contextmanager
+def _python_globals():
+    saved = []
+    for module in MODULES:
+        for name, value in list(vars(module).items()):
+            if isinstance(value, CPUDispatcher):
+                saved.append((module, name, value))
+                setattr(module, name, value.py_func)
+    try:
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+def pure(kernel):
+    def run(*args):
+        with _python_globals():
+            return kernel.py_func(*args)
+    return run
