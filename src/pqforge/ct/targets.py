@@ -43,6 +43,15 @@ def _upper_mvecs(rng, p, size) -> np.ndarray:
     return full
 
 
+def _k(module, name):
+    """A kernel of ``module``, or None while that module has no such kernel (it is changing)."""
+    return getattr(module, name, None)
+
+
+def _existing(targets):
+    return [t for t in targets if t.func is not None]
+
+
 # -- GF(16) kernels -----------------------------------------------------------------------------
 
 def _gf16_targets():
@@ -67,25 +76,33 @@ def _gf16_targets():
     def compress(p, rng, fixed):
         return (np.uint64(rng.integers(2 ** 63)),)
 
-    def gather(p, rng, fixed):  # nibble rows of the secret key's L, as decoding sees them
-        words = rng.integers(0, 2 ** 63, 4 * p.limbs * p.o, dtype=np.uint64)
-        return (words, np.empty((4, words.size), np.uint16))
+    def mul_add_from(p, rng, fixed):
+        return (_mvecs(rng, p), _mvecs(rng, p), int(rng.integers(16)), p.limbs, p.limbs - 1)
 
-    return [
-        Target("gf16-mul", "GF(16) product of two scalars (both secret)", gk.gf16_mul, scalar_pair,
+    def stream(p, rng, fixed):  # o nibble-packed m-vectors (as in decoding L), bitsliced
+        total = p.o * p.m_bytes
+        words = np.zeros((total + 31) // 32 * 4 + 4, np.uint64)
+        words.view(np.uint8)[:total] = rng.integers(0, 256, total, dtype=np.uint8)
+        return (words, 2 * p.m_bytes, np.empty((p.o, p.words), np.uint64))
+
+    return _existing([
+        Target("gf16-mul", "GF(16) product of two scalars (both secret)", _k(gk, "gf16_mul"), scalar_pair,
                secret_args=("a", "b"), **algs),
-        Target("gf16-inv", "GF(16) inverse a^14 (a secret)", gk.gf16_inv, scalar, secret_args=("a",), **algs),
-        Target("gf16-nonzero-mask", "all-ones mask when a word is nonzero: zero word vs random word",
-               gk.nonzero_mask, word, secret_args=("v",), classes=("zero", "random"), **algs),
-        Target("gf16-bit-mask", "mask of bit t of a secret scalar", gk.bit_mask, bit, secret_args=("s",),
+        Target("gf16-inv", "GF(16) inverse a^14 (a secret)", _k(gk, "gf16_inv"), scalar, secret_args=("a",),
                **algs),
-        Target("gf16-mul-add-scalar", "acc ^= s * a on bitsliced m-vectors (all secret)", gk.mul_add_scalar,
+        Target("gf16-nonzero-mask", "all-ones mask when a word is nonzero: zero word vs random word",
+               _k(gk, "nonzero_mask"), word, secret_args=("v",), classes=("zero", "random"), **algs),
+        Target("gf16-bit-mask", "mask of bit t of a secret scalar", _k(gk, "bit_mask"), bit, secret_args=("s",),
+               **algs),
+        Target("gf16-mul-add-scalar", "acc ^= s * a on bitsliced m-vectors (all secret)", _k(gk, "mul_add_scalar"),
                mul_add, secret_args=("acc", "a", "s"), **algs),
         Target("gf16-compress-nibble-bits", "gathering bits 0, 4, ..., 60 of a word (x secret)",
-               gk.compress_nibble_bits, compress, secret_args=("x",), **algs),
-        Target("gf16-gather-planes", "bit planes of nibble words, as in decoding secret matrices (words "
-               "secret)", gk.gather_planes, gather, secret_args=("words",), **algs),
-    ]
+               _k(gk, "compress_nibble_bits"), compress, secret_args=("x",), **algs),
+        Target("gf16-mul-add-scalar-from", "acc ^= s * a on the upper limbs only (all secret but the public "
+               "first limb)", _k(gk, "mul_add_scalar_from"), mul_add_from, secret_args=("acc", "a", "s"), **algs),
+        Target("gf16-bitslice-stream", "nibble-packed vectors to bitsliced words, as in decoding secret "
+               "matrices (words secret)", _k(gk, "bitslice_stream"), stream, secret_args=("words",), **algs),
+    ])
 
 
 # -- MAYO kernels -------------------------------------------------------------------------------
@@ -94,24 +111,33 @@ def _mayo_kernel_targets():
     from ..mayo import kernels as mk
     algs = dict(algs=MAYO_ALGS, params_for=_mayo_params)
 
-    def mt_keygen(p, rng, fixed):          # O^T P1, P1 upper triangular: O secret
-        return (_el(rng, p.v, p.o), _upper_mvecs(rng, p, p.v), True, np.zeros((p.o, p.v, p.words), np.uint64))
+    def packed(rng, p, size):              # an upper-triangular m-vector matrix, packed by rows
+        return _mvecs(rng, p, size * (size + 1) // 2)
+
+    def mt_keygen(p, rng, fixed):          # O^T P2 as in key generation: O secret
+        return (_el(rng, p.v, p.o), _mvecs(rng, p, p.v, p.o), False, np.zeros((p.o, p.o, p.words), np.uint64))
 
     def mt_sign_L(p, rng, fixed):          # M_i = v_i^T L: V and L secret
         return (_el(rng, p.v, p.k), _mvecs(rng, p, p.v, p.o), False, np.zeros((p.k, p.o, p.words), np.uint64))
 
-    def mt_sign_P1(p, rng, fixed):         # v_i^T P1, P1 upper triangular: V secret
-        return (_el(rng, p.v, p.k), _upper_mvecs(rng, p, p.v), True, np.zeros((p.k, p.v, p.words), np.uint64))
-
     def mt_sign_U(p, rng, fixed):          # (V P1) V^T: both factors secret
         return (_el(rng, p.v, p.k), _mvecs(rng, p, p.v, p.k), False, np.zeros((p.k, p.k, p.words), np.uint64))
+
+    def mtp_keygen(p, rng, fixed):         # O^T P1, P1 packed: O secret
+        return (_el(rng, p.v, p.o), packed(rng, p, p.v), np.zeros((p.o, p.v, p.words), np.uint64))
+
+    def mtp_sign(p, rng, fixed):           # v_i^T P1, P1 packed: V secret
+        return (_el(rng, p.v, p.k), packed(rng, p, p.v), np.zeros((p.k, p.v, p.words), np.uint64))
+
+    def packed_rows(p, rng, fixed):        # P1 O as in expanding the secret key: O secret
+        return (packed(rng, p, p.v), _el(rng, p.v, p.o), np.zeros((p.v, p.o, p.words), np.uint64))
 
     def unbitslice(p, rng, fixed):
         return (_mvecs(rng, p), p.m, np.zeros(p.m, np.uint8))
 
     def reduce(p, rng, fixed):
         E = p.pairs
-        return (_el(rng, p.m + E), p.m, np.array(p.f_tail, np.int64), np.zeros(E, np.uint8))
+        return (_el(rng, p.m + E), p.m, np.array(p.f_tail, np.int64), np.zeros((4, E), np.uint8))
 
     def whip(p, rng, fixed):
         return (_mvecs(rng, p, p.k, p.k), _mvecs(rng, p, p.k, p.o), p.m, np.array(p.f_tail, np.int64),
@@ -136,32 +162,36 @@ def _mayo_kernel_targets():
     def assemble(p, rng, fixed):
         return (_el(rng, p.k, p.v), _el(rng, p.v, p.o), _el(rng, p.k * p.o), p.n, np.zeros(p.k * p.n, np.uint8))
 
-    return [
-        Target("mayo-mul-transposed-O", "O^T P1 as in key generation (oil matrix O secret)", mk.mul_transposed,
-               mt_keygen, secret_args=("B",), **algs),
-        Target("mayo-mul-transposed-L", "v_i^T L as in signing (V and L secret)", mk.mul_transposed,
+    return _existing([
+        Target("mayo-mul-transposed-O", "O^T P2 as in key generation (oil matrix O secret)",
+               _k(mk, "mul_transposed"), mt_keygen, secret_args=("B",), **algs),
+        Target("mayo-mul-transposed-L", "v_i^T L as in signing (V and L secret)", _k(mk, "mul_transposed"),
                mt_sign_L, secret_args=("B", "A"), **algs),
-        Target("mayo-mul-transposed-P1", "v_i^T P1, P1 upper triangular, as in signing (V secret)",
-               mk.mul_transposed, mt_sign_P1, secret_args=("B",), **algs),
-        Target("mayo-mul-transposed-U", "(v_i^T P1) v_j as in signing (both factors secret)", mk.mul_transposed,
-               mt_sign_U, secret_args=("B", "A"), **algs),
-        Target("mayo-unbitslice", "elements of a bitsliced m-vector (words secret)", mk.unbitslice_into,
+        Target("mayo-mul-transposed-U", "(v_i^T P1) v_j as in signing (both factors secret)",
+               _k(mk, "mul_transposed"), mt_sign_U, secret_args=("B", "A"), **algs),
+        Target("mayo-mul-transposed-packed-O", "O^T P1, P1 packed, as in key generation (O secret)",
+               _k(mk, "mul_transposed_packed"), mtp_keygen, secret_args=("B",), **algs),
+        Target("mayo-mul-transposed-packed-V", "v_i^T P1, P1 packed, as in signing (V secret)",
+               _k(mk, "mul_transposed_packed"), mtp_sign, secret_args=("B",), **algs),
+        Target("mayo-mul-packed-rows", "P1 O, P1 packed, as in expanding the secret key (O secret)",
+               _k(mk, "mul_packed_rows"), packed_rows, secret_args=("B",), **algs),
+        Target("mayo-unbitslice", "elements of a bitsliced m-vector (words secret)", _k(mk, "unbitslice_into"),
                unbitslice, secret_args=("words",), **algs),
         Target("mayo-reduce-mod-f", "reduction modulo f(z) inside whipping (coefficients secret)",
-               mk._reduce_mod_f, reduce, secret_args=("ext",), **algs),
+               _k(mk, "_reduce_mod_f"), reduce, secret_args=("ext",), **algs),
         Target("mayo-whip", "combining the k(k+1)/2 evaluations with powers of z (U, M, y, A secret)",
-               mk.whip, whip, secret_args=("U", "M", "y", "A"), **algs),
+               _k(mk, "whip"), whip, secret_args=("U", "M", "y", "A"), **algs),
         Target("mayo-sample-solution", "solution sampling: echelon form and back substitution of "
-               "A x = y (A, y, r secret)", mk.sample_solution, solve, secret_args=("A", "y", "r"), **algs),
+               "A x = y (A, y, r secret)", _k(mk, "sample_solution"), solve, secret_args=("A", "y", "r"), **algs),
         Target("mayo-echelon-pivots", "echelon form: a system whose pivots all lie in the last m columns "
-               "vs a random system", mk.sample_solution, solve_late_pivots, secret_args=("A", "y", "r"),
+               "vs a random system", _k(mk, "sample_solution"), solve_late_pivots, secret_args=("A", "y", "r"),
                classes=("late pivots", "random"), **algs),
         Target("mayo-echelon-rank", "echelon form: a rank-deficient system vs a random (full-rank) one; the "
-               "rank bit itself is public", mk.sample_solution, solve_rank, secret_args=("A", "y", "r"),
+               "rank bit itself is public", _k(mk, "sample_solution"), solve_rank, secret_args=("A", "y", "r"),
                classes=("rank m-1", "random"), **algs),
-        Target("mayo-assemble-signature", "s_i = (v_i + O x_i, x_i) (V, O, x secret)", mk.assemble_signature,
-               assemble, secret_args=("V", "O", "x"), **algs),
-    ]
+        Target("mayo-assemble-signature", "s_i = (v_i + O x_i, x_i) (V, O, x secret)",
+               _k(mk, "assemble_signature"), assemble, secret_args=("V", "O", "x"), **algs),
+    ])
 
 
 # -- MAYO operations ----------------------------------------------------------------------------
