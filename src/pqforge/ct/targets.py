@@ -8,6 +8,7 @@ call of the functional API. Targets appear only for the scheme packages that exi
 
 from __future__ import annotations
 
+import importlib
 import os
 
 import numpy as np
@@ -274,15 +275,72 @@ def _mayo_operation_targets():
     ]
 
 
+# -- Classic McEliece operations --------------------------------------------------------------
+
+MCE_KEYS = 4
+MCE_CTS = 48
+_MCE_POOL: dict = {}
+
+
+def _mceliece_params(alg):
+    from ..mceliece import get
+    return get(alg).params
+
+
+def _mce_pool(p):
+    """MCE_KEYS key pairs with valid (ciphertext, shared secret) pairs: the first key (the fixed
+    class's) has as many as all the others together, MCE_CTS each."""
+    if id(p) not in _MCE_POOL:
+        from .. import mceliece
+        pool = []
+        for i in range(MCE_KEYS):
+            pk, sk = mceliece.keypair(p, os.urandom)
+            cts = [mceliece.encapsulate(p, pk, os.urandom)
+                   for _ in range(MCE_CTS * (MCE_KEYS - 1) if i == 0 else MCE_CTS)]
+            pool.append((sk, cts))
+        _MCE_POOL[id(p)] = (p, pool)
+    return _MCE_POOL[id(p)][1]
+
+
+def _mceliece_targets():
+    from .. import mceliece
+    algs = dict(algs=tuple(mceliece.ALGORITHMS), params_for=_mceliece_params, kind="operation")
+
+    def validity(p, rng, fixed):
+        sk, cts = _mce_pool(p)[0]
+        ct = bytearray(cts[int(_SHARED.integers(len(cts)))][0])
+        if fixed:  # malformed: one syndrome bit flipped, so decoding fails and rejection follows
+            bit = int(_SHARED.integers(p.mt))
+            ct[bit >> 3] ^= 1 << (bit & 7)
+        return (p, sk, bytes(ct))
+
+    def key(p, rng, fixed):
+        pool = _mce_pool(p)
+        sk, cts = pool[0] if fixed else pool[1 + int(rng.integers(len(pool) - 1))]
+        return (p, sk, cts[int(_SHARED.integers(len(cts)))][0])
+
+    return [
+        Target("mceliece-decap-validity", "whole decapsulation under one key: a valid ciphertext with one "
+               "syndrome bit flipped (implicit rejection) vs a valid ciphertext", mceliece.decapsulate,
+               validity, secret_args=("sk",), classes=("malformed", "valid"), **algs),
+        Target("mceliece-decap-key", f"whole decapsulation of valid ciphertexts: one fixed private key vs "
+               f"{MCE_KEYS - 1} others; each class draws from {MCE_CTS * (MCE_KEYS - 1)} ciphertexts",
+               mceliece.decapsulate, key, secret_args=("sk",), **algs),
+    ]
+
+
 def _register_all():
-    try:
-        import pqforge.mayo  # noqa: F401
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("pqforge.mayo", "pqforge.gf16"):
-            raise
-        return
-    for t in _gf16_targets() + _mayo_kernel_targets() + _mayo_operation_targets():
-        register(t, replace=True)
+    groups = (("pqforge.mayo", lambda: _gf16_targets() + _mayo_kernel_targets() + _mayo_operation_targets()),
+              ("pqforge.mceliece", _mceliece_targets))
+    for package, make in groups:
+        try:
+            importlib.import_module(package)
+        except ModuleNotFoundError as exc:
+            if exc.name != package:
+                raise
+            continue
+        for t in make():
+            register(t, replace=True)
 
 
 _register_all()
