@@ -197,6 +197,13 @@ def _mayo_kernel_targets():
 
 # -- MAYO operations ----------------------------------------------------------------------------
 
+def _fresh(data: bytes) -> bytes:
+    """A new copy of pooled bytes: every call gets its own object, as fresh buffers do for kernels.
+    Passing the pooled object itself would let the fixed class, which reuses one entry far more
+    often, find its input in the cache more often than the random class does."""
+    return bytes(bytearray(data))
+
+
 class _Salt:
     """A signing rng that returns bytes drawn in advance (outside the timed region)."""
 
@@ -244,21 +251,21 @@ def _mayo_operation_targets():
     algs = dict(algs=MAYO_ALGS, params_for=_mayo_params, kind="operation")
 
     def sign_key(p, rng, fixed):
-        return (p, rng.bytes(p.csk_bytes), _MSG, _Salt(_SHARED.bytes(p.salt_bytes)))
+        return (p, rng.bytes(p.csk_bytes), _fresh(_MSG), _Salt(_SHARED.bytes(p.salt_bytes)))
 
     def sign_message(p, rng, fixed):
-        return (p, _signing_key(p), rng.bytes(32), _Salt(_SHARED.bytes(p.salt_bytes)))
+        return (p, _fresh(_signing_key(p)), rng.bytes(32), _Salt(_SHARED.bytes(p.salt_bytes)))
 
     def verify_key(p, rng, fixed):
         pool = _verify_pool(p)
         pk, sigs = pool[0] if fixed else pool[1 + int(rng.integers(len(pool) - 1))]
         msg, sig = sigs[int(_SHARED.integers(len(sigs)))]
-        return (p, pk, msg, sig)
+        return (p, _fresh(pk), _fresh(msg), _fresh(sig))
 
     def verify_message(p, rng, fixed):
         pk, sigs = _verify_pool(p)[0]
         msg, sig = sigs[int(rng.integers(len(sigs)))]
-        return (p, pk, msg, sig)
+        return (p, _fresh(pk), _fresh(msg), _fresh(sig))
 
     return [
         Target("mayo-sign-key", "whole signing (compact key, expansion included): fixed vs random secret "
@@ -312,12 +319,12 @@ def _mceliece_targets():
         if fixed:  # malformed: one syndrome bit flipped, so decoding fails and rejection follows
             bit = int(_SHARED.integers(p.mt))
             ct[bit >> 3] ^= 1 << (bit & 7)
-        return (p, sk, bytes(ct))
+        return (p, _fresh(sk), bytes(ct))
 
     def key(p, rng, fixed):
         pool = _mce_pool(p)
         sk, cts = pool[0] if fixed else pool[1 + int(rng.integers(len(pool) - 1))]
-        return (p, sk, cts[int(_SHARED.integers(len(cts)))][0])
+        return (p, _fresh(sk), _fresh(cts[int(_SHARED.integers(len(cts)))][0]))
 
     return [
         Target("mceliece-decap-validity", "whole decapsulation under one key: a valid ciphertext with one "
