@@ -82,10 +82,15 @@ def cmd_keygen(args) -> int:
     return 0
 
 
-def cmd_sign(args) -> int:
-    alg, sk = _read_key(args.key, "PRIVATE")
+def _signature_key(path: str, kind: str):
+    alg, key = _read_key(path, kind)
     if alg.kind != "signature":
         raise _UsageError(f"{alg.name} is a KEM, not a signature algorithm")
+    return alg, key
+
+
+def cmd_sign(args) -> int:
+    alg, sk = _signature_key(args.key, "PRIVATE")
     msg = _read_input(args.file)
     out = args.output or (args.file + ".sig" if args.file != "-" else None)
     if out is None:
@@ -97,9 +102,7 @@ def cmd_sign(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    alg, pk = _read_key(args.key, "PUBLIC")
-    if alg.kind != "signature":
-        raise _UsageError(f"{alg.name} is a KEM, not a signature algorithm")
+    alg, pk = _signature_key(args.key, "PUBLIC")
     msg = _read_input(args.file)
     sig = _read_input(args.signature)
     if len(sig) != alg.signature_size:
