@@ -1,8 +1,9 @@
 """Compiled MAYO kernels (numba, nopython, cached).
 
 Layouts: an m-vector is bitsliced into ``W = 4 * limbs`` uint64 words (``pqforge.gf16``); a
-matrix of m-vectors is an array (rows, cols, W); scalar matrices and vectors are uint8 arrays of
-GF(16) elements. Each kernel's docstring says which arguments are secret. Kernels that see
+matrix of m-vectors is an array (rows, cols, W), or, when upper triangular, packed as
+(entries, W) with the entries (j, j..size-1) of each row j in turn; scalar matrices and
+vectors are uint8 arrays of GF(16) elements. Each kernel's docstring says which arguments are secret. Kernels that see
 secrets use masks only: loop bounds and memory indices depend on public sizes, never on values.
 Every kernel keeps its plain-Python twin as ``kernel.py_func``.
 """
@@ -158,7 +159,8 @@ def mul_packed_rows(Ap, B, out):
 
 @nb.njit(**_JIT)
 def assemble_public_packed(P1p, P2, P3p, out):
-    """Packed upper-triangular P = [[P1, P2], [0, P3]] from packed P1, dense P2 (v, o) and packed P3."""
+    """Packed upper-triangular P = [[P1, P2], [0, P3]] from packed P1, dense P2 (v, o) and packed P3.
+    Public data only (the public key)."""
     v, o, W = P2.shape
     e = 0
     e1 = 0
