@@ -204,7 +204,7 @@ def _reduce_mod_f(ext, m, f_tail, high):
     for i in range(1, 4):
         for d in range(E):
             h = high[i - 1, d]
-            high[i, d] = ((h << 1) & 0xF) ^ ((h >> 3) * 3)      # x * h, as x^4 = x + 1
+            high[i, d] = ((h << 1) & 0xF) ^ (h >> 3) ^ ((h >> 3) << 1)   # x * h, as x^4 = x + 1
     for t in range(4):
         for i in range(4):
             if (f_tail[t] >> i) & 1:
