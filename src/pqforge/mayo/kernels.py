@@ -179,14 +179,19 @@ def assemble_public_packed(P1p, P2, P3p, out):
 
 @nb.njit(**_JIT)
 def unbitslice_into(words, length, out):
-    """Elements of a bitsliced vector: out[e] = element e (e < length). Secret-safe (shifts only)."""
+    """Elements of a bitsliced vector: out[e] = element e (e < length). Secret-safe (shifts only).
+
+    The loop runs limb by limb over bit positions, so each step is a variable shift of the four
+    plane words (vectorised)."""
     limbs = words.shape[0] // 4
-    for e in range(length):
-        w = e >> 6
-        b = np.uint64(e & 63)
-        out[e] = ((words[w] >> b) & np.uint64(1)) | (((words[limbs + w] >> b) & np.uint64(1)) << np.uint64(1)) \
-            | (((words[2 * limbs + w] >> b) & np.uint64(1)) << np.uint64(2)) \
-            | (((words[3 * limbs + w] >> b) & np.uint64(1)) << np.uint64(3))
+    one = np.uint64(1)
+    for w in range(limbs):
+        p0, p1, p2, p3 = words[w], words[limbs + w], words[2 * limbs + w], words[3 * limbs + w]
+        base = 64 * w
+        for b in range(min(64, length - base)):
+            sb = np.uint64(b)
+            out[base + b] = ((p0 >> sb) & one) | (((p1 >> sb) & one) << one) \
+                | (((p2 >> sb) & one) << np.uint64(2)) | (((p3 >> sb) & one) << np.uint64(3))
 
 
 @nb.njit(**_JIT)
