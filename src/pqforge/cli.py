@@ -186,6 +186,12 @@ def cmd_kat(args) -> int:
 
 def cmd_bench(args) -> int:
     from . import bench
+    if args.steps:
+        from .bench import mayo_steps
+        from .mayo import get as get_mayo
+        res = {n: mayo_steps.steps(get_mayo(n).params) for n in (args.alg or ["MAYO-1", "MAYO-2", "MAYO-3", "MAYO-5"])}
+        print(json.dumps(res, indent=1) if args.json else mayo_steps.table(res))
+        return 0
     if args.startup:
         from .bench import startup
         for name in args.alg or ["MAYO-2"]:
@@ -264,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--alg", action="append", help="algorithm (repeatable; default: all MAYO sets)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--seconds", type=float, default=0.5, help="minimum measuring time per operation")
+    s.add_argument("--steps", action="store_true", help="MAYO: time each step of expansion, signing and verification")
     s.add_argument("--startup", action="store_true",
                    help="measure import and first-call time of a cold (empty numba cache) and a warm start")
     s.set_defaults(func=cmd_bench)
