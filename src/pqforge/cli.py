@@ -216,6 +216,18 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_precompile(args) -> int:
+    """Compile (and cache) every kernel by running each algorithm once, e.g. in a container build."""
+    import time
+    for name in args.alg or algorithms.names():
+        alg = algorithms.get(name)
+        t0 = time.perf_counter()
+        for op in alg.benchmark_ops().values():
+            op()
+        print(f"{alg.name}: ready ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pqforge", description="Post-quantum signatures and KEMs (MAYO, Classic McEliece)")
     sub = p.add_subparsers(dest="command", required=True)
@@ -274,6 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--startup", action="store_true",
                    help="measure import and first-call time of a cold (empty numba cache) and a warm start")
     s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("precompile", help="compile and cache all kernels now (first use is otherwise slow)")
+    s.add_argument("--alg", action="append", help="algorithm (repeatable; default: all)")
+    s.set_defaults(func=cmd_precompile)
 
     for module in ("pqforge.ct.cli",):  # optional command groups
         try:
