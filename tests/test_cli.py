@@ -88,3 +88,11 @@ def test_bench_json_runs(capsys):
     rows = json.loads(capsys.readouterr().out)["results"]
     assert {r["op"] for r in rows} >= {"keygen", "sign", "verify"}
     assert all(r["median_us"] > 0 for r in rows)
+
+
+def test_bench_steps_reports_every_step(capsys):
+    import json
+    assert main(["bench", "--steps", "--alg", "MAYO-2", "--json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["MAYO-2"]
+    assert {"decode P1", "sign: sample solution", "verify (whole, expanded)"} <= set(steps)
+    assert all(t > 0 for t in steps.values())

@@ -82,10 +82,15 @@ def cmd_keygen(args) -> int:
     return 0
 
 
-def cmd_sign(args) -> int:
-    alg, sk = _read_key(args.key, "PRIVATE")
+def _signature_key(path: str, kind: str):
+    alg, key = _read_key(path, kind)
     if alg.kind != "signature":
         raise _UsageError(f"{alg.name} is a KEM, not a signature algorithm")
+    return alg, key
+
+
+def cmd_sign(args) -> int:
+    alg, sk = _signature_key(args.key, "PRIVATE")
     msg = _read_input(args.file)
     out = args.output or (args.file + ".sig" if args.file != "-" else None)
     if out is None:
@@ -97,9 +102,7 @@ def cmd_sign(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    alg, pk = _read_key(args.key, "PUBLIC")
-    if alg.kind != "signature":
-        raise _UsageError(f"{alg.name} is a KEM, not a signature algorithm")
+    alg, pk = _signature_key(args.key, "PUBLIC")
     msg = _read_input(args.file)
     sig = _read_input(args.signature)
     if len(sig) != alg.signature_size:
@@ -183,6 +186,12 @@ def cmd_kat(args) -> int:
 
 def cmd_bench(args) -> int:
     from . import bench
+    if args.steps:
+        from .bench import mayo_steps
+        from .mayo import get as get_mayo
+        res = {n: mayo_steps.steps(get_mayo(n).params) for n in (args.alg or ["MAYO-1", "MAYO-2", "MAYO-3", "MAYO-5"])}
+        print(json.dumps(res, indent=1) if args.json else mayo_steps.table(res))
+        return 0
     if args.startup:
         from .bench import startup
         for name in args.alg or ["MAYO-2"]:
@@ -204,6 +213,18 @@ def cmd_bench(args) -> int:
         m = bench.machine()
         print(f"{m['date']}, {m['processor']}, {m['cpus']} CPUs, Python {m['python']}; median µs, warm, one thread")
         print(bench.table(rows))
+    return 0
+
+
+def cmd_precompile(args) -> int:
+    """Compile (and cache) every kernel by running each algorithm once, e.g. in a container build."""
+    import time
+    for name in args.alg or algorithms.names():
+        alg = algorithms.get(name)
+        t0 = time.perf_counter()
+        for op in alg.benchmark_ops().values():
+            op()
+        print(f"{alg.name}: ready ({time.perf_counter() - t0:.1f} s)")
     return 0
 
 
@@ -261,9 +282,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--alg", action="append", help="algorithm (repeatable; default: all MAYO sets)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.add_argument("--seconds", type=float, default=0.5, help="minimum measuring time per operation")
+    s.add_argument("--steps", action="store_true", help="MAYO: time each step of expansion, signing and verification")
     s.add_argument("--startup", action="store_true",
                    help="measure import and first-call time of a cold (empty numba cache) and a warm start")
     s.set_defaults(func=cmd_bench)
+
+    s = sub.add_parser("precompile", help="compile and cache all kernels now (first use is otherwise slow)")
+    s.add_argument("--alg", action="append", help="algorithm (repeatable; default: all)")
+    s.set_defaults(func=cmd_precompile)
 
     for module in ("pqforge.ct.cli",):  # optional command groups
         try:

@@ -3,22 +3,70 @@
 Scalars are integers 0..15. Bitsliced vectors are uint64 arrays of 4 * limbs words (see
 ``pqforge.gf16``). Multiplying a bitsliced vector by x permutes its planes and adds one:
 (b0, b1, b2, b3) -> (b3, b0 ^ b3, b1, b2), because x * x^3 = x^4 = x + 1.
+
+Masks derived from secret bits pass through ``value_barrier``: an optimising compiler that can
+prove a value is 0 or all-ones may turn ``mask & x`` back into a conditional, and on x86 it
+sometimes emits that as a branch on the secret bit (a timing campaign caught exactly this in an
+earlier GF(16) product). The barrier is an empty inline-assembly statement that the optimiser
+must treat as producing an unknown value; it costs no instruction.
 """
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic, overload
 
 _INLINE = dict(cache=True, inline="always")
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
+@intrinsic
+def _opaque_u64(typingctx, x):
+    sig = types.uint64(types.uint64)
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64)])
+        return builder.asm(fnty, "", "=r,0", [args[0]], side_effect=False)
+    return sig, codegen
+
+
+def value_barrier(x):
+    """``x`` unchanged, as a uint64 the compiler knows nothing about (identity in Python)."""
+    return np.uint64(x)
+
+
+@overload(value_barrier, inline="always")
+def _value_barrier_compiled(x):
+    def impl(x):
+        return _opaque_u64(np.uint64(x))
+    return impl
+
+
+@nb.njit(cache=True)
+def compress_nibble_bits(x):
+    """Bits 0, 4, 8, ..., 60 of x gathered into bits 0..15 (shift-and-mask, no tables)."""
+    x &= np.uint64(0x1111111111111111)
+    x = (x | (x >> np.uint64(3))) & np.uint64(0x0303030303030303)
+    x = (x | (x >> np.uint64(6))) & np.uint64(0x000F000F000F000F)
+    x = (x | (x >> np.uint64(12))) & np.uint64(0x000000FF000000FF)
+    return (x | (x >> np.uint64(24))) & np.uint64(0xFFFF)
+
+
 @nb.njit(**_INLINE)
 def gf16_mul(a, b):
-    """Product of two GF(16) scalars. Constant-time: masks and shifts only; both may be secret."""
-    a = np.int64(a)
-    b = np.int64(b)
-    p = ((-(a & 1)) & b) ^ ((-((a >> 1) & 1)) & (b << 1)) ^ ((-((a >> 2) & 1)) & (b << 2)) \
-        ^ ((-((a >> 3) & 1)) & (b << 3))
+    """Product of two GF(16) scalars; both may be secret.
+
+    The carry-less product comes from one integer multiplication: with the bits of a and b
+    spread four apart, every partial product lands in its own 4-bit slot (at most 4 terms per
+    slot, so no carry crosses a slot) and bit 0 of slot k is the coefficient of x^k. No masks,
+    no branches, nothing a compiler can turn into a conditional.
+    """
+    sa = np.uint64(a) & np.uint64(1) | (np.uint64(a) & np.uint64(2)) << np.uint64(3) \
+        | (np.uint64(a) & np.uint64(4)) << np.uint64(6) | (np.uint64(a) & np.uint64(8)) << np.uint64(9)
+    sb = np.uint64(b) & np.uint64(1) | (np.uint64(b) & np.uint64(2)) << np.uint64(3) \
+        | (np.uint64(b) & np.uint64(4)) << np.uint64(6) | (np.uint64(b) & np.uint64(8)) << np.uint64(9)
+    p = np.int64(compress_nibble_bits(sa * sb))          # x^0 .. x^6
     top = p & 0x70
     return (p ^ (top >> 4) ^ (top >> 3)) & 0xF
 
@@ -37,13 +85,13 @@ def nonzero_mask(v):
     """All-ones (as uint64) when v != 0, else 0, without a branch. ``v`` may be secret."""
     v = np.uint64(v)
     t = (v >> np.uint64(1)) | (v & np.uint64(1))  # < 2^63 and nonzero iff v is; no overflow below
-    return _ONES * ((t + np.uint64(0x7FFFFFFFFFFFFFFF)) >> np.uint64(63))
+    return value_barrier(_ONES * ((t + np.uint64(0x7FFFFFFFFFFFFFFF)) >> np.uint64(63)))
 
 
 @nb.njit(**_INLINE)
 def bit_mask(s, t):
     """All-ones (as uint64) when bit ``t`` of ``s`` is set, else 0. ``s`` may be secret."""
-    return _ONES * np.uint64((np.int64(s) >> t) & 1)
+    return value_barrier(_ONES * np.uint64((np.int64(s) >> t) & 1))
 
 
 @nb.njit(**_INLINE)
@@ -73,16 +121,6 @@ def mul_add_scalar_from(acc, a, s, limbs, first):
         acc[limbs + w] ^= (m0 & b1) ^ (m1 & (b0 ^ b3)) ^ (m2 & (b3 ^ b2)) ^ (m3 & (b2 ^ b1))
         acc[2 * limbs + w] ^= (m0 & b2) ^ (m1 & b1) ^ (m2 & (b0 ^ b3)) ^ (m3 & (b3 ^ b2))
         acc[3 * limbs + w] ^= (m0 & b3) ^ (m1 & b2) ^ (m2 & b1) ^ (m3 & (b0 ^ b3))
-
-
-@nb.njit(cache=True)
-def compress_nibble_bits(x):
-    """Bits 0, 4, 8, ..., 60 of x gathered into bits 0..15 (shift-and-mask, no tables)."""
-    x &= np.uint64(0x1111111111111111)
-    x = (x | (x >> np.uint64(3))) & np.uint64(0x0303030303030303)
-    x = (x | (x >> np.uint64(6))) & np.uint64(0x000F000F000F000F)
-    x = (x | (x >> np.uint64(12))) & np.uint64(0x000000FF000000FF)
-    return (x | (x >> np.uint64(24))) & np.uint64(0xFFFF)
 
 
 @nb.njit(cache=True)

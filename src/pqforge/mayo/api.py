@@ -48,20 +48,20 @@ def checked_rng(rng):
     return draw
 
 
+def _check_key(p: MayoParams, key, what: str, compact: int, expanded: int) -> bytes:
+    key = require_bytes(key, f"{p.name} {what} key")
+    if len(key) not in (compact, expanded):
+        raise InvalidKey(f"{p.name} {what} key must be {compact} bytes (compact) or {expanded} bytes "
+                         f"(expanded), got {len(key)}")
+    return key
+
+
 def check_secret_key(p: MayoParams, sk) -> bytes:
-    sk = require_bytes(sk, f"{p.name} secret key")
-    if len(sk) not in (p.csk_bytes, p.esk_bytes):
-        raise InvalidKey(f"{p.name} secret key must be {p.csk_bytes} bytes (compact) or {p.esk_bytes} bytes "
-                         f"(expanded), got {len(sk)}")
-    return sk
+    return _check_key(p, sk, "secret", p.csk_bytes, p.esk_bytes)
 
 
 def check_public_key(p: MayoParams, pk) -> bytes:
-    pk = require_bytes(pk, f"{p.name} public key")
-    if len(pk) not in (p.cpk_bytes, p.epk_bytes):
-        raise InvalidKey(f"{p.name} public key must be {p.cpk_bytes} bytes (compact) or {p.epk_bytes} bytes "
-                         f"(expanded), got {len(pk)}")
-    return pk
+    return _check_key(p, pk, "public", p.cpk_bytes, p.epk_bytes)
 
 
 def check_signature(p: MayoParams, sig) -> bytes:

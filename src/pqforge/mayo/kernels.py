@@ -1,8 +1,9 @@
 """Compiled MAYO kernels (numba, nopython, cached).
 
 Layouts: an m-vector is bitsliced into ``W = 4 * limbs`` uint64 words (``pqforge.gf16``); a
-matrix of m-vectors is an array (rows, cols, W); scalar matrices and vectors are uint8 arrays of
-GF(16) elements. Each kernel's docstring says which arguments are secret. Kernels that see
+matrix of m-vectors is an array (rows, cols, W), or, when upper triangular, packed as
+(entries, W) with the entries (j, j..size-1) of each row j in turn; scalar matrices and
+vectors are uint8 arrays of GF(16) elements. Each kernel's docstring says which arguments are secret. Kernels that see
 secrets use masks only: loop bounds and memory indices depend on public sizes, never on values.
 Every kernel keeps its plain-Python twin as ``kernel.py_func``.
 """
@@ -158,7 +159,8 @@ def mul_packed_rows(Ap, B, out):
 
 @nb.njit(**_JIT)
 def assemble_public_packed(P1p, P2, P3p, out):
-    """Packed upper-triangular P = [[P1, P2], [0, P3]] from packed P1, dense P2 (v, o) and packed P3."""
+    """Packed upper-triangular P = [[P1, P2], [0, P3]] from packed P1, dense P2 (v, o) and packed P3.
+    Public data only (the public key)."""
     v, o, W = P2.shape
     e = 0
     e1 = 0
@@ -177,14 +179,19 @@ def assemble_public_packed(P1p, P2, P3p, out):
 
 @nb.njit(**_JIT)
 def unbitslice_into(words, length, out):
-    """Elements of a bitsliced vector: out[e] = element e (e < length). Secret-safe (shifts only)."""
+    """Elements of a bitsliced vector: out[e] = element e (e < length). Secret-safe (shifts only).
+
+    The loop runs limb by limb over bit positions, so each step is a variable shift of the four
+    plane words (vectorised)."""
     limbs = words.shape[0] // 4
-    for e in range(length):
-        w = e >> 6
-        b = np.uint64(e & 63)
-        out[e] = ((words[w] >> b) & np.uint64(1)) | (((words[limbs + w] >> b) & np.uint64(1)) << np.uint64(1)) \
-            | (((words[2 * limbs + w] >> b) & np.uint64(1)) << np.uint64(2)) \
-            | (((words[3 * limbs + w] >> b) & np.uint64(1)) << np.uint64(3))
+    one = np.uint64(1)
+    for w in range(limbs):
+        p0, p1, p2, p3 = words[w], words[limbs + w], words[2 * limbs + w], words[3 * limbs + w]
+        base = 64 * w
+        for b in range(min(64, length - base)):
+            sb = np.uint64(b)
+            out[base + b] = ((p0 >> sb) & one) | (((p1 >> sb) & one) << one) \
+                | (((p2 >> sb) & one) << np.uint64(2)) | (((p3 >> sb) & one) << np.uint64(3))
 
 
 @nb.njit(**_JIT)
@@ -202,7 +209,7 @@ def _reduce_mod_f(ext, m, f_tail, high):
     for i in range(1, 4):
         for d in range(E):
             h = high[i - 1, d]
-            high[i, d] = ((h << 1) & 0xF) ^ ((h >> 3) * 3)      # x * h, as x^4 = x + 1
+            high[i, d] = ((h << 1) & 0xF) ^ (h >> 3) ^ ((h >> 3) << 1)   # x * h, as x^4 = x + 1
     for t in range(4):
         for i in range(4):
             if (f_tail[t] >> i) & 1:

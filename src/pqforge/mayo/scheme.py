@@ -101,13 +101,10 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     seed_pk, o_bytes = _seed_expansion(params, seed_sk)
     O = decode_oil(params, o_bytes)
     P1, P2 = _public_matrices(params, seed_pk)
-    o, W = params.o, params.words
-    OtP1 = np.zeros((o, params.v, W), np.uint64)
-    kernels.mul_transposed_packed(O, P1, OtP1)                             # O^T P1
-    P3t = np.zeros((o, o, W), np.uint64)
-    kernels.mul_transposed(O, np.ascontiguousarray(OtP1.transpose(1, 0, 2)), False, P3t)   # (O^T P1 O)^T
-    P3 = np.ascontiguousarray(P3t.transpose(1, 0, 2))
-    kernels.mul_transposed(O, P2, False, P3)                               # + O^T P2
+    Q = P2.copy()
+    kernels.mul_packed_rows(P1, O, Q)                                      # Q = P1 O + P2
+    P3 = np.zeros((params.o, params.o, params.words), np.uint64)
+    kernels.mul_transposed(O, Q, False, P3)                                # O^T Q
     # -O^T P1 O - O^T P2 in the specification; the signs vanish in characteristic 2
     return seed_pk + encode_upper(params, upper(P3))
 

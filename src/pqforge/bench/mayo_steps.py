@@ -1,0 +1,84 @@
+"""Where MAYO's time goes: each step of expansion, signing and verification timed alone.
+
+The steps are the calls that ``pqforge.mayo.scheme`` makes, on prepared inputs, so the figures
+add up (up to interpreter overhead) to the whole operations that ``pqforge bench`` reports.
+Times are per-thread CPU time (``time.thread_time``), the minimum of many runs, which keeps
+other processes on a busy machine out of the figures.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from ..gf16 import decode_nibbles
+from ..mayo import kernels, scheme
+from ..mayo.params import MayoParams
+from ..symmetric import aes128_ctr_scratch, shake256
+
+
+def _cpu_us(fn, runs: int = 30) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.thread_time()
+        fn()
+        best = min(best, time.thread_time() - t0)
+    return best * 1e6
+
+
+def steps(p: MayoParams) -> dict:
+    """Microseconds per step for one parameter set."""
+    csk = os.urandom(p.sk_seed_bytes)
+    seed_pk, o_bytes = scheme._seed_expansion(p, csk)
+    O = scheme.decode_oil(p, o_bytes)
+    stream = bytes(aes128_ctr_scratch(seed_pk, p.P1_bytes + p.P2_bytes))
+    P1, P2 = scheme._public_matrices(p, seed_pk)
+    esk = scheme.expand_sk(p, csk)
+    cpk = scheme.public_key_from_seed(p, csk)
+    epk = scheme.expand_pk(p, cpk)
+    sig = scheme.sign(p, esk, b"m", os.urandom)
+    k, o, v, m, W = p.k, p.o, p.v, p.m, p.words
+    vr = os.urandom(k * p.v_bytes + p.r_bytes)
+    nib = decode_nibbles(vr, 2 * len(vr))
+    V = np.ascontiguousarray(nib[:2 * k * p.v_bytes].reshape(k, 2 * p.v_bytes)[:, :v])
+    r = nib[2 * k * p.v_bytes:2 * k * p.v_bytes + k * o].copy()
+    Vt = np.ascontiguousarray(V.T)
+    M = np.zeros((k, o, W), np.uint64)
+    kernels.mul_transposed(Vt, esk.L, False, M)
+    U = scheme._quadratic_pairs(p, V, esk.P1)
+    f_tail = np.array(p.f_tail, np.int64)
+    A = np.zeros((m, k * o), np.uint8)
+    y = np.zeros(m, np.uint8)
+    kernels.whip(U, M, m, f_tail, y, A)
+    x = np.zeros(k * o, np.uint8)
+    s = decode_nibbles(sig, k * p.n).reshape(k, p.n).copy()
+    return {
+        "AES-128-CTR P1,P2": _cpu_us(lambda: aes128_ctr_scratch(seed_pk, p.P1_bytes + p.P2_bytes)),
+        "decode P1": _cpu_us(lambda: scheme.decode_upper(p, stream[:p.P1_bytes], v)),
+        "decode P2": _cpu_us(lambda: scheme.decode_matrix(p, stream[p.P1_bytes:], v, o)),
+        "O^T P1": _cpu_us(lambda: kernels.mul_transposed_packed(O, P1, np.zeros((o, v, W), np.uint64))),
+        "P1 O": _cpu_us(lambda: kernels.mul_packed_rows(P1, O, np.zeros((v, o, W), np.uint64))),
+        "keygen (whole)": _cpu_us(lambda: scheme.public_key_from_seed(p, csk)),
+        "expand sk (whole)": _cpu_us(lambda: scheme.expand_sk(p, csk)),
+        "expand pk (whole)": _cpu_us(lambda: scheme.expand_pk(p, cpk)),
+        "sign: v^T L": _cpu_us(lambda: kernels.mul_transposed(Vt, esk.L, False, np.zeros((k, o, W), np.uint64))),
+        "sign: v^T P1 v": _cpu_us(lambda: scheme._quadratic_pairs(p, V, esk.P1)),
+        "sign: whip": _cpu_us(lambda: kernels.whip(U, M, m, f_tail, y.copy(), np.zeros((m, k * o), np.uint8))),
+        "sign: sample solution": _cpu_us(lambda: kernels.sample_solution(A, y, r, x)),
+        "sign (whole, expanded)": _cpu_us(lambda: scheme.sign(p, esk, b"m", os.urandom)),
+        "verify: s^T P s": _cpu_us(lambda: scheme._quadratic_pairs(p, s, epk.P)),
+        "verify (whole, expanded)": _cpu_us(lambda: scheme.verify(p, epk, b"m", sig)),
+        "SHAKE256 (one call)": _cpu_us(lambda: shake256(vr, k * p.v_bytes + p.r_bytes)),
+    }
+
+
+def table(results: dict) -> str:
+    names = list(results)
+    rows = list(next(iter(results.values())))
+    lines = ["| step (µs, CPU time, min) | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for row in rows:
+        lines.append(f"| {row} | " + " | ".join(f"{results[n][row]:,.0f}" for n in names) + " |")
+    return "\n".join(lines)
