@@ -17,7 +17,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, overload
 
-_INLINE = dict(cache=True, inline="always")
+_INLINE = dict(cache=True, nogil=True, inline="always")
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -43,7 +43,7 @@ def _value_barrier_compiled(x):
     return impl
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def compress_nibble_bits(x):
     """Bits 0, 4, 8, ..., 60 of x gathered into bits 0..15 (shift-and-mask, no tables)."""
     x &= np.uint64(0x1111111111111111)
@@ -123,7 +123,7 @@ def mul_add_scalar_from(acc, a, s, limbs, first):
         acc[3 * limbs + w] ^= (m0 & b3) ^ (m1 & b2) ^ (m2 & b1) ^ (m3 & (b0 ^ b3))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def bitslice_stream(words, length, out):
     """A stream of nibble-packed vectors -> bitsliced words.
 

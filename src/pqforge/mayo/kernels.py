@@ -14,7 +14,7 @@ import numpy as np
 from ..gf16.kernels import (bit_mask, compress_nibble_bits, gf16_inv, gf16_mul, mul_add_scalar,
                            mul_add_scalar_from, nonzero_mask)
 
-_JIT = dict(cache=True)
+_JIT = dict(cache=True, nogil=True)  # nogil: batches run kernels on several threads
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
