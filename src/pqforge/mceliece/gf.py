@@ -1,0 +1,261 @@
+"""Arithmetic in GF(2^m) (m = 12, 13), scalar and bitsliced, and in GF(2^m)[y]/F(y).
+
+Scalar elements are ints below 2^m. A bitsliced vector of field elements is an int64 array
+of shape (m, W): plane k holds bit k of 64 elements per word (element j at bit j % 64 of
+word j // 64), so one pass over the planes works on 64 elements at once.
+
+No kernel here branches on, loops over or indexes memory by a value; the bit-serial
+multiplier uses multiplications by 0/1 and the selects use masks. Which inputs are secret
+is stated per kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def gf_mul(a, b, m, fpoly):
+    """a * b in GF(2^m) modulo the field polynomial ``fpoly`` (bits, with z^m). a, b may be secret."""
+    r = 0
+    for i in range(m):
+        r ^= (a << i) * ((b >> i) & 1)
+    for i in range(2 * m - 2, m - 1, -1):
+        r ^= (fpoly << (i - m)) * ((r >> i) & 1)
+    return r
+
+
+@njit(cache=True)
+def gf_inv(a, m, fpoly):
+    """a^(2^m - 2): the inverse of a (0 maps to 0). a may be secret; the chain is fixed."""
+    x = a
+    for _ in range(m - 2):
+        x = gf_mul(gf_mul(x, x, m, fpoly), a, m, fpoly)
+    return gf_mul(x, x, m, fpoly)
+
+
+@njit(cache=True)
+def _nonzero_mask(x):
+    # -1 if x != 0 else 0, for 0 <= x < 2^62, without a branch
+    return ~((x - 1) >> 63)
+
+
+@njit(cache=True)
+def poly_mulmod(a, b, m, fpoly, taps, const_z):
+    """a * b in GF(2^m)[y]/F(y), F(y) = y^t + sum_{tap} y^tap (the y^0 term times z when const_z).
+
+    Inputs: length-t coefficient arrays (secret during key generation).
+    """
+    t = a.shape[0]
+    prod = np.zeros(2 * t - 1, dtype=np.int64)
+    for i in range(t):
+        for j in range(t):
+            prod[i + j] ^= gf_mul(a[i], b[j], m, fpoly)
+    for i in range(2 * t - 2, t - 1, -1):
+        for tap in taps:
+            if tap == 0 and const_z:
+                prod[i - t] ^= gf_mul(prod[i], 2, m, fpoly)
+            else:
+                prod[i - t + tap] ^= prod[i]
+    return prod[:t].copy()
+
+
+@njit(cache=True)
+def genpoly(f, m, fpoly, taps, const_z):
+    """The minimal polynomial of f in GF(2^m)[y]/F(y): (1, g_0..g_{t-1}) with g monic of degree t,
+    or (0, zeros) when its degree is below t (key generation then retries).
+
+    f is secret. Solves sum_{c<t} g_c f^c = f^t by elimination with masked row additions; the
+    only branch is the public-by-design rejection of a singular system.
+    """
+    t = f.shape[0]
+    # A[k, c] = coefficient k of f^c, for c = 0..t
+    A = np.zeros((t, t + 1), dtype=np.int64)
+    p = np.zeros(t, dtype=np.int64)
+    p[0] = 1
+    for c in range(t + 1):
+        for k in range(t):
+            A[k, c] = p[k]
+        if c < t:
+            p = poly_mulmod(p, f, m, fpoly, taps, const_z)
+    for j in range(t):
+        for k in range(j + 1, t):
+            mask = ~_nonzero_mask(A[j, j])
+            for c in range(j, t + 1):
+                A[j, c] ^= A[k, c] & mask
+        if A[j, j] == 0:
+            return 0, np.zeros(t, dtype=np.int64)
+        inv = gf_inv(A[j, j], m, fpoly)
+        for c in range(j, t + 1):
+            A[j, c] = gf_mul(A[j, c], inv, m, fpoly)
+        for k in range(t):
+            if k != j:
+                factor = A[k, j]
+                for c in range(j, t + 1):
+                    A[k, c] ^= gf_mul(A[j, c], factor, m, fpoly)
+    g = np.empty(t, dtype=np.int64)
+    for k in range(t):
+        g[k] = A[k, t]
+    return 1, g
+
+
+@njit(cache=True)
+def berlekamp_massey(s, t, m, fpoly):
+    """Error locator from the 2t syndromes s (secret), reversed: out[i] = C[t - i], so the roots
+    of out are the support elements at error positions.
+
+    Constant time: fixed loop bounds (N, t are public), every update is a masked select.
+    """
+    C = np.zeros(t + 1, dtype=np.int64)
+    B = np.zeros(t + 1, dtype=np.int64)
+    T = np.zeros(t + 1, dtype=np.int64)
+    C[0] = 1
+    B[1] = 1
+    L = 0
+    b = 1
+    for N in range(2 * t):
+        d = 0
+        for i in range(min(N, t) + 1):
+            d ^= gf_mul(C[i], s[N - i], m, fpoly)
+        nz = _nonzero_mask(d)
+        upd = nz & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
+        f = gf_mul(gf_inv(b, m, fpoly), d, m, fpoly)
+        for i in range(t + 1):
+            T[i] = C[i]
+        for i in range(t + 1):
+            C[i] ^= gf_mul(f, B[i], m, fpoly) & nz
+        L = (L & ~upd) | ((N + 1 - L) & upd)
+        for i in range(t + 1):
+            B[i] = (B[i] & ~upd) | (T[i] & upd)
+        b = (b & ~upd) | (d & upd)
+        for i in range(t, 0, -1):
+            B[i] = B[i - 1]
+        B[0] = 0
+    out = np.empty(t + 1, dtype=np.int64)
+    for i in range(t + 1):
+        out[i] = C[t - i]
+    return out
+
+
+# --- bitsliced vectors ---------------------------------------------------------------------
+
+@njit(cache=True)
+def vec_mul(out, a, b, m, taps):
+    """out = a * b elementwise for bitsliced vectors (m, W); out may alias a or b.
+
+    Schoolbook product of the planes then reduction by z^m = sum z^tap. Inputs may be secret.
+    """
+    W = a.shape[1]
+    prod = np.zeros((2 * m - 1, W), dtype=np.int64)
+    for i in range(m):
+        for j in range(m):
+            for w in range(W):
+                prod[i + j, w] ^= a[i, w] & b[j, w]
+    for i in range(2 * m - 2, m - 1, -1):
+        for tap in taps:
+            for w in range(W):
+                prod[i - m + tap, w] ^= prod[i, w]
+    for i in range(m):
+        for w in range(W):
+            out[i, w] = prod[i, w]
+
+
+@njit(cache=True)
+def vec_add_scalar(a, c, m):
+    """a += c for a scalar c in every element (c may be secret: mask per plane)."""
+    W = a.shape[1]
+    for k in range(m):
+        mask = -((c >> k) & 1)
+        for w in range(W):
+            a[k, w] ^= mask
+
+
+@njit(cache=True)
+def vec_eval(coeffs, L, m, taps):
+    """Bitsliced values of the polynomial sum coeffs[i] x^i at every element of L (Horner).
+
+    coeffs and L are secret in decapsulation; the degree is public.
+    """
+    W = L.shape[1]
+    acc = np.zeros((m, W), dtype=np.int64)
+    deg = coeffs.shape[0] - 1
+    vec_add_scalar(acc, coeffs[deg], m)
+    for i in range(deg - 1, -1, -1):
+        vec_mul(acc, acc, L, m, taps)
+        vec_add_scalar(acc, coeffs[i], m)
+    return acc
+
+
+@njit(cache=True)
+def vec_inv(a, m, taps):
+    """Elementwise a^(2^m - 2) of a bitsliced vector (secret), by a fixed chain."""
+    x = a.copy()
+    for _ in range(m - 2):
+        vec_mul(x, x, x, m, taps)
+        vec_mul(x, x, a, m, taps)
+    vec_mul(x, x, x, m, taps)
+    return x
+
+
+@njit(cache=True)
+def _parity64(x):
+    x ^= x >> 32
+    x ^= x >> 16
+    x ^= x >> 8
+    x ^= x >> 4
+    x ^= x >> 2
+    x ^= x >> 1
+    return x & 1
+
+
+@njit(cache=True)
+def vec_power_sums(w, L, count, m, taps):
+    """s_j = sum_i w_i L_i^j for j < count (w, L bitsliced, both secret): the Goppa syndrome
+    when w_i = r_i / g(L_i)^2. Fixed work for every input.
+    """
+    W = w.shape[1]
+    cur = w.copy()
+    s = np.zeros(count, dtype=np.int64)
+    for j in range(count):
+        v = 0
+        for k in range(m):
+            acc = 0
+            for x in range(W):
+                acc ^= cur[k, x]
+            v |= _parity64(acc) << k
+        s[j] = v
+        if j + 1 < count:
+            vec_mul(cur, cur, L, m, taps)
+    return s
+
+
+@njit(cache=True)
+def vec_from_scalars(vals, m, W):
+    """Bitslice a list of field elements (secret values, public length) into (m, W) planes."""
+    out = np.zeros((m, W), dtype=np.int64)
+    for i in range(vals.shape[0]):
+        for k in range(m):
+            out[k, i >> 6] |= ((vals[i] >> k) & 1) << (i & 63)
+    return out
+
+
+@njit(cache=True)
+def vec_to_scalars(planes, count):
+    """Inverse of vec_from_scalars for the first ``count`` elements."""
+    m = planes.shape[0]
+    out = np.zeros(count, dtype=np.int64)
+    for i in range(count):
+        v = 0
+        for k in range(m):
+            v |= ((planes[k, i >> 6] >> (i & 63)) & 1) << k
+        out[i] = v
+    return out
+
+
+def field_poly(params) -> int:
+    """The field modulus as bits, z^m included."""
+    f = 1 << params.m
+    for tap in params.field_taps:
+        f |= 1 << tap
+    return f

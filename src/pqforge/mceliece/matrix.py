@@ -1,0 +1,205 @@
+"""Key generation's matrix work and encapsulation's syndrome, on bit-packed rows.
+
+A matrix is an int64 array (rows, W): row bit j is bit j % 64 of word j // 64, the order in
+which the specification packs bytes (little-endian bits), so byte views need no reordering.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .gf import vec_eval, vec_inv, vec_mul
+
+
+@njit(cache=True)
+def parity_check_matrix(g, L, t, m, n, taps):
+    """The mt x n binary parity-check matrix: rows i m .. i m + m - 1 are the bit planes of
+    L_j^i / g(L_j). g (monic, t + 1 coefficients) and L (bitsliced) are secret; the work is fixed.
+    """
+    W = L.shape[1]
+    v = vec_inv(vec_eval(g, L, m, taps), m, taps)
+    mat = np.zeros((m * t, W), dtype=np.int64)
+    keep_last = -1 if (n & 63) == 0 else (np.int64(1) << (n & 63)) - 1
+    for i in range(t):
+        for k in range(m):
+            for w in range(W):
+                mat[i * m + k, w] = v[k, w]
+            mat[i * m + k, W - 1] &= keep_last
+        if i + 1 < t:
+            vec_mul(v, v, L, m, taps)
+    return mat
+
+
+@njit(cache=True)
+def eliminate_rows(mat, r0, r1):
+    """Reduce pivot rows r0..r1-1 to the identity in columns r0..r1-1 (Gauss-Jordan over all rows).
+
+    The matrix is secret: a missing pivot is fixed by masked additions of the rows below, and
+    clearing a column is a masked addition to every row. Returns 0 when some pivot stays zero:
+    the matrix is not systematic, which key generation rejects (public by design).
+    """
+    rows, W = mat.shape
+    for r in range(r0, r1):
+        wi = r >> 6
+        bi = r & 63
+        # columns left of word wi hold only earlier pivots, already cleared in rows >= r
+        for k in range(r + 1, rows):
+            mask = ((mat[r, wi] >> bi) & 1) - 1
+            for c in range(wi, W):
+                mat[r, c] ^= mat[k, c] & mask
+        if ((mat[r, wi] >> bi) & 1) == 0:
+            return 0
+        for k in range(rows):
+            if k != r:
+                mask = -((mat[k, wi] >> bi) & 1)
+                for c in range(wi, W):
+                    mat[k, c] ^= mat[r, c] & mask
+    return 1
+
+
+@njit(cache=True)
+def _get64(mat, i, c0):
+    wa = c0 >> 6
+    o = c0 & 63
+    if o == 0:
+        return mat[i, wa]
+    low = (mat[i, wa] >> o) & ((np.int64(1) << (64 - o)) - 1)
+    return low | (mat[i, wa + 1] << (64 - o))
+
+
+@njit(cache=True)
+def _put64(mat, i, c0, v):
+    wa = c0 >> 6
+    o = c0 & 63
+    if o == 0:
+        mat[i, wa] = v
+        return
+    lowmask = (np.int64(1) << o) - 1
+    mat[i, wa] = (mat[i, wa] & lowmask) | (v << o)
+    mat[i, wa + 1] = (mat[i, wa + 1] & ~lowmask) | ((v >> (64 - o)) & lowmask)
+
+
+@njit(cache=True)
+def _eq_mask(a, b):
+    # -1 when a == b else 0, for small non-negative ints, without a branch
+    return ((a ^ b) - 1) >> 63
+
+
+@njit(cache=True)
+def _ctz64(x):
+    # trailing zeros of x != 0 with a fixed loop
+    seen = 0
+    r = 0
+    for i in range(64):
+        b = (x >> i) & 1
+        seen |= b
+        r += (seen ^ 1) & (b ^ 1)
+    return r
+
+
+@njit(cache=True)
+def move_pivot_columns(mat, pi, mt):
+    """Semi-systematic step of the 'f' sets, at row mt - 32 of a partly reduced matrix.
+
+    Finds the pivot columns of the 32 x 64 block at rows mt-32.. and columns mt-32..mt+31
+    (scanning left to right), swaps them into columns mt-32..mt-1 in the matrix and in the
+    permutation pi. Returns (ok, pivots): pivots has bit j set for each pivot column mt-32+j.
+    Matrix and pi are secret: selects are masks, shifts by secret amounts are constant time;
+    a block of rank below 32 is rejected (public by design).
+    """
+    row = mt - 32
+    buf = np.zeros(32, dtype=np.int64)
+    for i in range(32):
+        buf[i] = _get64(mat, row + i, row)
+    ctz = np.zeros(32, dtype=np.int64)
+    pivots = 0
+    for i in range(32):
+        acc = 0
+        for j in range(i, 32):
+            acc |= buf[j]
+        if acc == 0:
+            return 0, 0
+        s = _ctz64(acc)
+        ctz[i] = s
+        pivots |= np.int64(1) << s
+        for j in range(i + 1, 32):
+            mask = ((buf[i] >> s) & 1) - 1
+            buf[i] ^= buf[j] & mask
+        for j in range(i + 1, 32):
+            mask = -((buf[j] >> s) & 1)
+            buf[j] ^= buf[i] & mask
+    for j in range(32):
+        for k in range(j + 1, 64):
+            same = _eq_mask(k, ctz[j])
+            d = (pi[row + j] ^ pi[row + k]) & same
+            pi[row + j] ^= d
+            pi[row + k] ^= d
+    for i in range(mt):
+        v = _get64(mat, i, row)
+        for j in range(32):
+            d = ((v >> j) ^ (v >> ctz[j])) & 1
+            v ^= d << ctz[j]
+            v ^= d << j
+        _put64(mat, i, row, v)
+    return 1, pivots
+
+
+@njit(cache=True)
+def pack_public_key(mat, mt, n, row_bytes, out):
+    """Write columns mt..n-1 of each row into ``out`` (uint8, mt * row_bytes), bits LSB first."""
+    W = mat.shape[1]
+    for i in range(mt):
+        for j in range(row_bytes):
+            p = mt + 8 * j
+            w = p >> 6
+            o = p & 63
+            v = (mat[i, w] >> o) & 0xFF
+            if o > 56 and w + 1 < W:
+                v |= (mat[i, w + 1] << (64 - o)) & 0xFF
+            out[i * row_bytes + j] = v
+
+
+@njit(cache=True)
+def weight_vector(ind, nbytes):
+    """The n-bit vector (bytes) with ones at the secret positions ``ind``; every byte is
+    built from every index with masks, so no index steers memory access.
+    """
+    e = np.zeros(nbytes, dtype=np.uint8)
+    t = ind.shape[0]
+    for i in range(nbytes):
+        acc = 0
+        for j in range(t):
+            same = _eq_mask(ind[j] >> 3, i)
+            acc |= (np.int64(1) << (ind[j] & 7)) & same
+        e[i] = acc
+    return e
+
+
+@njit(cache=True)
+def syndrome_from_public_key(pk, e, mt, row_bytes):
+    """H e for H = [I | T] with T the packed public key (uint8 view, no copy); e (bytes) secret.
+
+    Every row is combined with every byte of e's tail; parities come from fixed folds.
+    """
+    nb = e.shape[0]
+    sh = mt & 7
+    base = mt >> 3
+    tail = np.zeros(row_bytes, dtype=np.int64)
+    for j in range(row_bytes):
+        v = np.int64(e[base + j]) >> sh if base + j < nb else 0
+        if sh and base + j + 1 < nb:
+            v |= np.int64(e[base + j + 1]) << (8 - sh)
+        tail[j] = v & 0xFF
+    s = np.zeros((mt + 7) >> 3, dtype=np.uint8)
+    for i in range(mt):
+        off = i * row_bytes
+        acc = 0
+        for j in range(row_bytes):
+            acc ^= np.int64(pk[off + j]) & tail[j]
+        acc ^= acc >> 4
+        acc ^= acc >> 2
+        acc ^= acc >> 1
+        bit = (acc ^ (np.int64(e[i >> 3]) >> (i & 7))) & 1
+        s[i >> 3] |= np.uint8(bit << (i & 7))
+    return s
