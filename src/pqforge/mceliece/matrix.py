@@ -155,8 +155,10 @@ def pack_public_key(mat, mt, n, row_bytes, out):
             w = p >> 6
             o = p & 63
             v = (mat[i, w] >> o) & 0xFF
-            if o > 56 and w + 1 < W:
-                v |= (mat[i, w + 1] << (64 - o)) & 0xFF
+            if o > 56:
+                v &= (np.int64(1) << (64 - o)) - 1     # drop the sign fill of the arithmetic shift
+                if w + 1 < W:
+                    v |= (mat[i, w + 1] << (64 - o)) & 0xFF
             out[i * row_bytes + j] = v
 
 
