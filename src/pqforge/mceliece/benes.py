@@ -225,7 +225,7 @@ def support_from_control_bits(cond, m, n):
     for i in range(N):
         a = _bitrev_bits(i, m)
         for k in range(m):
-            planes[k, i >> 6] |= ((a >> k) & 1) << (i & 63)
+            planes[k, i >> 6] |= np.int64((a >> k) & 1) << (i & 63)
     apply_benes(planes, cond, m)
     W = (n + 63) >> 6
     out = planes[:, :W].copy()
