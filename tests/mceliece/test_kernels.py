@@ -311,3 +311,29 @@ def test_decap_preimage_twin():
     for cc in (c, c ^ np.uint8(1)):
         args = (cc, g, cond, s, p.m, p.n, p.t, gf.field_poly(p), p.field_taps_array)
         assert np.array_equal(decode.decap_preimage(*args), decode.decap_preimage.py_func(*args))
+
+
+@pytest.mark.parametrize("m,poly,taps", FIELDS)
+def test_vector_scalar_helpers(rng, m, poly, taps):
+    x = rng.integers(0, 1 << m, 33)
+    y = rng.integers(0, 1 << m, 33)
+    a = int(rng.integers(0, 1 << m))
+    want = [_clmul_mod(int(v), a, m, poly) for v in x]
+    assert list(gf.gf_scale(x, a, m, poly)) == want == list(gf.gf_scale.py_func(x, a, m, poly))
+    dot = 0
+    for u, v in zip(x, y):
+        dot ^= _clmul_mod(int(u), int(v), m, poly)
+    assert gf.gf_dot(x, y, m, poly) == dot == gf.gf_dot.py_func(x, y, m, poly)
+    raw = rng.integers(0, 1 << (2 * m - 1), 20)
+    r1, r2 = raw.copy(), raw.copy()
+    gf.gf_reduce_all(r1, m, poly)
+    gf.gf_reduce_all.py_func(r2, m, poly)
+    assert list(r1) == list(r2) == [_clmul_mod(int(v), 1, m, poly) if v < (1 << m) else _reduce(int(v), m, poly)
+                                    for v in raw]
+
+
+def _reduce(v, m, poly):
+    for i in range(2 * m - 2, m - 1, -1):
+        if (v >> i) & 1:
+            v ^= poly << (i - m)
+    return v

@@ -42,16 +42,64 @@ def _nonzero_mask(x):
 
 
 @njit(cache=True)
+def gf_reduce_all(x, m, fpoly):
+    """Reduce every unreduced carry-less product in x (below 2^(2m-1)) modulo fpoly, in place.
+
+    Elementwise masked XORs, so the loops vectorise across x; values may be secret.
+    """
+    for i in range(2 * m - 2, m - 1, -1):
+        red = fpoly << (i - m)
+        for c in range(x.shape[0]):
+            x[c] ^= red & -((x[c] >> i) & 1)
+
+
+@njit(cache=True)
+def gf_scale(src, a, m, fpoly):
+    """[a * x for x in src]: one secret scalar times a vector of (secret) field elements."""
+    out = np.zeros(src.shape[0], dtype=np.int64)
+    for b in range(m):
+        mask = -((a >> b) & 1)
+        for c in range(src.shape[0]):
+            out[c] ^= (src[c] << b) & mask
+    gf_reduce_all(out, m, fpoly)
+    return out
+
+
+@njit(cache=True)
+def gf_dot(x, y, m, fpoly):
+    """sum_i x[i] * y[i] over GF(2^m) (equal lengths; values may be secret): carry-less products
+    summed first, one reduction at the end."""
+    acc = np.zeros(x.shape[0], dtype=np.int64)
+    for b in range(m):
+        for c in range(x.shape[0]):
+            acc[c] ^= (x[c] << b) & -((y[c] >> b) & 1)
+    total = 0
+    for c in range(x.shape[0]):
+        total ^= acc[c]
+    for i in range(2 * m - 2, m - 1, -1):
+        total ^= (fpoly << (i - m)) & -((total >> i) & 1)
+    return total
+
+
+@njit(cache=True)
 def poly_mulmod(a, b, m, fpoly, taps, const_z):
     """a * b in GF(2^m)[y]/F(y), F(y) = y^t + sum_{tap} y^tap (the y^0 term times z when const_z).
 
-    Inputs: length-t coefficient arrays (secret during key generation).
+    Inputs: length-t coefficient arrays (secret during key generation). Carry-less products are
+    accumulated per coefficient and reduced once; the work depends on t and m only.
     """
     t = a.shape[0]
+    shifted = np.empty((m, t), dtype=np.int64)
+    for k in range(m):
+        for j in range(t):
+            shifted[k, j] = b[j] << k
     prod = np.zeros(2 * t - 1, dtype=np.int64)
     for i in range(t):
-        for j in range(t):
-            prod[i + j] ^= gf_mul(a[i], b[j], m, fpoly)
+        for k in range(m):
+            mask = -((a[i] >> k) & 1)
+            for j in range(t):
+                prod[i + j] ^= shifted[k, j] & mask
+    gf_reduce_all(prod, m, fpoly)
     for i in range(2 * t - 2, t - 1, -1):
         for tap in taps:
             if tap == 0 and const_z:
@@ -86,14 +134,10 @@ def genpoly(f, m, fpoly, taps, const_z):
                 A[j, c] ^= A[k, c] & mask
         if A[j, j] == 0:
             return 0, np.zeros(t, dtype=np.int64)
-        inv = gf_inv(A[j, j], m, fpoly)
-        for c in range(j, t + 1):
-            A[j, c] = gf_mul(A[j, c], inv, m, fpoly)
+        A[j, j:] = gf_scale(A[j, j:], gf_inv(A[j, j], m, fpoly), m, fpoly)
         for k in range(t):
             if k != j:
-                factor = A[k, j]
-                for c in range(j, t + 1):
-                    A[k, c] ^= gf_mul(A[j, c], factor, m, fpoly)
+                A[k, j:] ^= gf_scale(A[j, j:], A[k, j], m, fpoly)
     g = np.empty(t, dtype=np.int64)
     for k in range(t):
         g[k] = A[k, t]
@@ -109,25 +153,25 @@ def berlekamp_massey(s, t, m, fpoly):
     """
     C = np.zeros(t + 1, dtype=np.int64)
     B = np.zeros(t + 1, dtype=np.int64)
-    T = np.zeros(t + 1, dtype=np.int64)
+    srev = np.zeros(t + 1, dtype=np.int64)
     C[0] = 1
     B[1] = 1
     L = 0
     b = 1
     for N in range(2 * t):
-        d = 0
-        for i in range(min(N, t) + 1):
-            d ^= gf_mul(C[i], s[N - i], m, fpoly)
+        # d = sum_{i <= min(N, t)} C[i] s[N - i]; srev holds those s values in C's order
+        for i in range(t + 1):
+            srev[i] = s[N - i] if i <= N else 0
+        d = gf_dot(C, srev, m, fpoly)
         nz = _nonzero_mask(d)
         upd = nz & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
         f = gf_mul(gf_inv(b, m, fpoly), d, m, fpoly)
+        fB = gf_scale(B, f, m, fpoly)
         for i in range(t + 1):
-            T[i] = C[i]
-        for i in range(t + 1):
-            C[i] ^= gf_mul(f, B[i], m, fpoly) & nz
+            Ci = C[i]
+            C[i] = Ci ^ (fB[i] & nz)
+            B[i] = (B[i] & ~upd) | (Ci & upd)
         L = (L & ~upd) | ((N + 1 - L) & upd)
-        for i in range(t + 1):
-            B[i] = (B[i] & ~upd) | (T[i] & upd)
         b = (b & ~upd) | (d & upd)
         for i in range(t, 0, -1):
             B[i] = B[i - 1]
