@@ -12,29 +12,56 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, inline="always")
+def _exchange(a, i, l, desc):
+    # a[i], a[l] = sorted pair, reversed when desc = -1; min/max lower to selects, not branches
+    x = a[i]
+    y = a[l]
+    lo = min(x, y)
+    hi = max(x, y)
+    d = (lo ^ hi) & desc
+    a[i] = lo ^ d
+    a[l] = hi ^ d
+
+
 @njit(cache=True)
 def sort_network(a):
     """Sort an int64 array whose length is a power of two, in place (bitonic network).
 
     The compare-exchange pattern depends only on the length; each exchange is a masked select,
     so the values (a secret permutation during key generation) steer no branch or index.
+    Distances 1, 2 and 4 get unrolled loops so that they vectorise like the long ones.
     """
     n = a.shape[0]
     k = 2
+    lk = 1                                   # k = 2^lk; blocks of k elements alternate direction
     while k <= n:
         j = k >> 1
         while j > 0:
-            for base in range(0, n, 2 * j):
-                desc = -((base // k) & 1)       # public: direction of this block
-                for i in range(base, base + j):
-                    x = a[i]
-                    y = a[i + j]
-                    swap = -np.int64(y < x) ^ desc
-                    d = (x ^ y) & swap
-                    a[i] = x ^ d
-                    a[i + j] = y ^ d
+            if j == 1:
+                for h in range(n >> 1):
+                    i = 2 * h
+                    _exchange(a, i, i + 1, -((i >> lk) & 1))
+            elif j == 2:
+                for h in range(n >> 2):
+                    i = 4 * h
+                    desc = -((i >> lk) & 1)
+                    _exchange(a, i, i + 2, desc)
+                    _exchange(a, i + 1, i + 3, desc)
+            elif j == 4:
+                for h in range(n >> 3):
+                    i = 8 * h
+                    desc = -((i >> lk) & 1)
+                    for o in range(4):
+                        _exchange(a, i + o, i + o + 4, desc)
+            else:
+                for base in range(0, n, 2 * j):
+                    desc = -((base >> lk) & 1)
+                    for i in range(base, base + j):
+                        _exchange(a, i, i + j, desc)
             j >>= 1
         k <<= 1
+        lk += 1
 
 
 @njit(cache=True)
