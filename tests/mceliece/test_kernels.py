@@ -84,15 +84,19 @@ def test_bitsliced_mul_inv_eval(rng, m, poly, taps):
         for cf in coeffs[::-1]:
             acc = _clmul_mod(acc, int(x), m, poly) ^ int(cf)
         assert acc == y
-    sums = gf.vec_power_sums(A, B, 7, m, taps)
-    assert np.array_equal(sums, gf.vec_power_sums.py_func(A, B, 7, m, taps))
+    V = gf.vec_powers(A, B, 7, m, taps)
+    assert np.array_equal(V, gf.vec_powers.py_func(A, B, 7, m, taps))
+    r = rng.integers(-(1 << 63), (1 << 63) - 1, W, dtype=np.int64)
+    sums = gf.masked_sums(V, r)
+    assert np.array_equal(sums, gf.masked_sums.py_func(V, r))
+    rbits = [(int(r[i >> 6]) >> (i & 63)) & 1 for i in range(n)]
     for j in range(7):
         want = 0
-        for x, y in zip(a, b):
+        for x, y, bit in zip(a, b, rbits):
             p = int(x)
             for _ in range(j):
                 p = _clmul_mod(p, int(y), m, poly)
-            want ^= p
+            want ^= p * bit
         assert sums[j] == want
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 from .benes import support_from_control_bits
-from .gf import berlekamp_massey, vec_eval, vec_inv, vec_mul, vec_power_sums
+from .gf import berlekamp_massey, masked_sums, vec_eval, vec_inv, vec_mul, vec_powers
 
 
 @njit(cache=True)
@@ -43,11 +43,9 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps):
     ginv2 = vec_inv(vec_eval(gfull, L, m, taps), m, taps)
     vec_mul(ginv2, ginv2, ginv2, m, taps)          # 1 / g(L_i)^2
 
-    w = np.empty((m, W), dtype=np.int64)
-    for k in range(m):
-        for x in range(W):
-            w[k, x] = ginv2[k, x] & r[x]
-    syn = vec_power_sums(w, L, 2 * t, m, taps)
+    # the syndrome map is linear in the received word: keep L^j / g(L)^2 for both uses
+    V = vec_powers(ginv2, L, 2 * t, m, taps)
+    syn = masked_sums(V, r)
 
     loc = berlekamp_massey(syn, t, m, fpoly)
     img = vec_eval(loc, L, m, taps)
@@ -64,10 +62,7 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps):
         e[x] = ~nz & valid
         weight += _popcount64(e[x])
 
-    for k in range(m):
-        for x in range(W):
-            w[k, x] = ginv2[k, x] & e[x]
-    syn2 = vec_power_sums(w, L, 2 * t, m, taps)
+    syn2 = masked_sums(V, e)
 
     diff = weight ^ t
     for j in range(2 * t):

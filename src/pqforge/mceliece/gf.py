@@ -254,23 +254,32 @@ def _parity64(x):
 
 
 @njit(cache=True)
-def vec_power_sums(w, L, count, m, taps):
-    """s_j = sum_i w_i L_i^j for j < count (w, L bitsliced, both secret): the Goppa syndrome
-    when w_i = r_i / g(L_i)^2. Fixed work for every input.
+def vec_powers(x, L, count, m, taps):
+    """V[j] = x * L^j for j < count, bitsliced (x, L secret; count public)."""
+    V = np.empty((count, m, x.shape[1]), dtype=np.int64)
+    V[0] = x
+    for j in range(1, count):
+        vec_mul(V[j], V[j - 1], L, m, taps)
+    return V
+
+
+@njit(cache=True)
+def masked_sums(V, r):
+    """s_j = sum of the elements of V[j] at the positions set in the bit vector r (int64 words).
+
+    With V[j] = L^j / g(L)^2 this is the Goppa syndrome of r. Every plane is folded in full, so
+    the work is the same for any r (secret).
     """
-    W = w.shape[1]
-    cur = w.copy()
+    count, m, W = V.shape
     s = np.zeros(count, dtype=np.int64)
     for j in range(count):
         v = 0
         for k in range(m):
             acc = 0
             for x in range(W):
-                acc ^= cur[k, x]
+                acc ^= V[j, k, x] & r[x]
             v |= _parity64(acc) << k
         s[j] = v
-        if j + 1 < count:
-            vec_mul(cur, cur, L, m, taps)
     return s
 
 
