@@ -84,8 +84,16 @@ def test_bitsliced_mul_inv_eval(rng, m, poly, taps):
         for cf in coeffs[::-1]:
             acc = _clmul_mod(acc, int(x), m, poly) ^ int(cf)
         assert acc == y
-    V = gf.vec_powers(A, B, 7, m, taps)
-    assert np.array_equal(V, gf.vec_powers.py_func(A, B, 7, m, taps))
+    T = gf.vec_times_z_table(B, m, taps)
+    assert np.array_equal(T, gf.vec_times_z_table.py_func(B, m, taps))
+    o3, o4 = np.empty_like(A), np.empty_like(A)
+    gf.vec_mul_table(o3, A, T)
+    gf.vec_mul_table.py_func(o4, A, T)
+    assert np.array_equal(o3, out) and np.array_equal(o4, out)
+    assert np.array_equal(gf.vec_eval_table(coeffs, gf.vec_times_z_table(A, m, taps), m), ev)
+    assert np.array_equal(gf.vec_eval_table.py_func(coeffs, gf.vec_times_z_table(A, m, taps), m), ev)
+    V = gf.vec_powers(A, T, 7)
+    assert np.array_equal(V, gf.vec_powers.py_func(A, T, 7))
     r = rng.integers(-(1 << 63), (1 << 63) - 1, W, dtype=np.int64)
     sums = gf.masked_sums(V, r)
     assert np.array_equal(sums, gf.masked_sums.py_func(V, r))

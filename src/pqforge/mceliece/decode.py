@@ -8,7 +8,8 @@ import numpy as np
 from numba import njit
 
 from .benes import support_from_control_bits
-from .gf import berlekamp_massey, masked_sums, vec_eval, vec_inv, vec_mul, vec_powers
+from .gf import (berlekamp_massey, masked_sums, vec_eval_table, vec_inv, vec_mul, vec_powers,
+                 vec_times_z_table)
 
 
 @njit(cache=True)
@@ -40,15 +41,16 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps):
     gfull = np.empty(t + 1, dtype=np.int64)
     gfull[:t] = g
     gfull[t] = 1
-    ginv2 = vec_inv(vec_eval(gfull, L, m, taps), m, taps)
+    T = vec_times_z_table(L, m, taps)
+    ginv2 = vec_inv(vec_eval_table(gfull, T, m), m, taps)
     vec_mul(ginv2, ginv2, ginv2, m, taps)          # 1 / g(L_i)^2
 
     # the syndrome map is linear in the received word: keep L^j / g(L)^2 for both uses
-    V = vec_powers(ginv2, L, 2 * t, m, taps)
+    V = vec_powers(ginv2, T, 2 * t)
     syn = masked_sums(V, r)
 
     loc = berlekamp_massey(syn, t, m, fpoly)
-    img = vec_eval(loc, L, m, taps)
+    img = vec_eval_table(loc, T, m)
 
     e = np.zeros(W, dtype=np.int64)
     weight = 0

@@ -206,6 +206,39 @@ def vec_mul(out, a, b, m, taps):
 
 
 @njit(cache=True)
+def vec_times_z_table(L, m, taps):
+    """T[l] = L * z^l for l < m (bitsliced; L secret): multiplying by L is then a sum of the T[l]
+    selected by the bits of the other factor, with no reduction left to do."""
+    W = L.shape[1]
+    T = np.empty((m, m, W), dtype=np.int64)
+    T[0] = L
+    for l in range(1, m):
+        # times z: planes move up one, the top plane folds back through z^m = sum z^tap
+        for k in range(m - 1, 0, -1):
+            for w in range(W):
+                T[l, k, w] = T[l - 1, k - 1, w]
+        for w in range(W):
+            T[l, 0, w] = 0
+        for tap in taps:
+            for w in range(W):
+                T[l, tap, w] ^= T[l - 1, m - 1, w]
+    return T
+
+
+@njit(cache=True)
+def vec_mul_table(out, x, T):
+    """out = x * L for T = vec_times_z_table(L); out must not alias x. Inputs may be secret."""
+    m, W = x.shape
+    for k in range(m):
+        for w in range(W):
+            out[k, w] = x[0, w] & T[0, k, w]
+    for l in range(1, m):
+        for k in range(m):
+            for w in range(W):
+                out[k, w] ^= x[l, w] & T[l, k, w]
+
+
+@njit(cache=True)
 def vec_add_scalar(a, c, m):
     """a += c for a scalar c in every element (c may be secret: mask per plane)."""
     W = a.shape[1]
@@ -221,12 +254,20 @@ def vec_eval(coeffs, L, m, taps):
 
     coeffs and L are secret in decapsulation; the degree is public.
     """
-    W = L.shape[1]
+    return vec_eval_table(coeffs, vec_times_z_table(L, m, taps), m)
+
+
+@njit(cache=True)
+def vec_eval_table(coeffs, T, m):
+    """vec_eval with the table of L (see vec_times_z_table) already built."""
+    W = T.shape[2]
     acc = np.zeros((m, W), dtype=np.int64)
+    tmp = np.empty((m, W), dtype=np.int64)
     deg = coeffs.shape[0] - 1
     vec_add_scalar(acc, coeffs[deg], m)
     for i in range(deg - 1, -1, -1):
-        vec_mul(acc, acc, L, m, taps)
+        vec_mul_table(tmp, acc, T)
+        acc, tmp = tmp, acc
         vec_add_scalar(acc, coeffs[i], m)
     return acc
 
@@ -254,12 +295,13 @@ def _parity64(x):
 
 
 @njit(cache=True)
-def vec_powers(x, L, count, m, taps):
-    """V[j] = x * L^j for j < count, bitsliced (x, L secret; count public)."""
-    V = np.empty((count, m, x.shape[1]), dtype=np.int64)
+def vec_powers(x, T, count):
+    """V[j] = x * L^j for j < count, bitsliced, T = vec_times_z_table(L) (secret; count public)."""
+    m, W = x.shape
+    V = np.empty((count, m, W), dtype=np.int64)
     V[0] = x
     for j in range(1, count):
-        vec_mul(V[j], V[j - 1], L, m, taps)
+        vec_mul_table(V[j], V[j - 1], T)
     return V
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .gf import vec_eval, vec_inv, vec_mul
+from .gf import vec_eval_table, vec_inv, vec_mul_table, vec_times_z_table
 
 
 @njit(cache=True)
@@ -18,7 +18,9 @@ def parity_check_matrix(g, L, t, m, n, taps):
     L_j^i / g(L_j). g (monic, t + 1 coefficients) and L (bitsliced) are secret; the work is fixed.
     """
     W = L.shape[1]
-    v = vec_inv(vec_eval(g, L, m, taps), m, taps)
+    T = vec_times_z_table(L, m, taps)
+    v = vec_inv(vec_eval_table(g, T, m), m, taps)
+    nxt = np.empty_like(v)
     mat = np.zeros((m * t, W), dtype=np.int64)
     keep_last = -1 if (n & 63) == 0 else (np.int64(1) << (n & 63)) - 1
     for i in range(t):
@@ -27,7 +29,8 @@ def parity_check_matrix(g, L, t, m, n, taps):
                 mat[i * m + k, w] = v[k, w]
             mat[i * m + k, W - 1] &= keep_last
         if i + 1 < t:
-            vec_mul(v, v, L, m, taps)
+            vec_mul_table(nxt, v, T)
+            v, nxt = nxt, v
     return mat
 
 
