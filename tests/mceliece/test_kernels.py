@@ -349,3 +349,17 @@ def _reduce(v, m, poly):
         if (v >> i) & 1:
             v ^= poly << (i - m)
     return v
+
+
+def test_fixed_weight_indices(rng):
+    for n, t, m in ((3488, 64, 12), (8192, 128, 13), (100, 6, 8)):
+        for _ in range(20):
+            buf = rng.integers(0, 256, 4 * t).astype(np.uint8)
+            ok, ind = matrix.fixed_weight_indices(buf, n, t, m)
+            ok2, ind2 = matrix.fixed_weight_indices.py_func(buf, n, t, m)
+            assert ok == ok2 and np.array_equal(ind, ind2)
+            words = [(int(buf[2 * i]) | int(buf[2 * i + 1]) << 8) & ((1 << m) - 1) for i in range(2 * t)]
+            below = [w for w in words if w < n][:t]
+            assert ok == (len(below) == t and len(set(below)) == t)
+            if ok:
+                assert list(ind) == below

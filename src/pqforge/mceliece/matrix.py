@@ -166,6 +166,31 @@ def pack_public_key(mat, mt, n, row_bytes, out):
 
 
 @njit(cache=True)
+def fixed_weight_indices(buf, n, t, m):
+    """FixedWeight's candidate from random bytes: 2-byte little-endian words masked to m bits;
+    when n < 2^m, the first t words below n. Returns (ok, indices); ok = 0 asks for fresh bytes
+    (too few words below n, or a repeated index), the submission's public rejection loop.
+    """
+    words = buf.shape[0] // 2
+    mask = (1 << m) - 1
+    ind = np.zeros(t, dtype=np.int64)
+    count = 0
+    for i in range(words):
+        if count < t:
+            v = (np.int64(buf[2 * i]) | (np.int64(buf[2 * i + 1]) << 8)) & mask
+            if v < n:
+                ind[count] = v
+                count += 1
+    if count < t:
+        return 0, ind
+    same = 0
+    for i in range(1, t):
+        for j in range(i):
+            same |= _eq_mask(ind[i], ind[j])
+    return (1 if same == 0 else 0), ind
+
+
+@njit(cache=True)
 def weight_vector(ind, nbytes):
     """The n-bit vector (bytes) with ones at the secret positions ``ind``; every byte is
     built from every index with masks, so no index steers memory access.

@@ -18,7 +18,7 @@ from ..symmetric import shake256
 from .benes import control_bits, sort_network, support_from_control_bits
 from .decode import decap_preimage
 from .gf import field_poly, genpoly, vec_from_scalars
-from .matrix import (eliminate_rows, move_pivot_columns, pack_public_key, parity_check_matrix,
+from .matrix import (eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key, parity_check_matrix,
                      syndrome_from_public_key, weight_vector)
 from .params import Params
 
@@ -166,17 +166,12 @@ def fixed_weight(p: Params, rng) -> np.ndarray:
     """t distinct positions below n, sampled as the submission does: 2-byte words masked to m
     bits; when n < 2^m draw 2t words and keep the first t below n; retry on a shortfall or a
     repeat."""
-    mask = p.q - 1
-    draw = p.t if p.n == p.q else 2 * p.t
+    draw = 2 * (p.t if p.n == p.q else 2 * p.t)
     while True:
-        words = _le16(require_bytes(rng(2 * draw), "random bytes", 2 * draw), draw, mask)
-        if draw != p.t:
-            words = words[words < p.n]
-            if words.shape[0] < p.t:
-                continue
-            words = words[:p.t]
-        if np.unique(words).shape[0] == p.t:
-            return words
+        buf = np.frombuffer(require_bytes(rng(draw), "random bytes", draw), dtype=np.uint8)
+        ok, ind = fixed_weight_indices(buf, p.n, p.t, p.m)
+        if ok:
+            return ind
 
 
 def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
