@@ -66,6 +66,7 @@ def sort_network(a):
 
 @njit(cache=True)
 def _set_bit(out, pos, bit):
+    # out bit pos ^= bit: the position is public, the bit may be secret
     out[pos >> 3] ^= np.uint8(bit << (pos & 7))
 
 
@@ -159,6 +160,7 @@ def _layer_step(out, pos, step, pi, w, n, q):
 
 @njit(cache=True)
 def _bitrev_bits(x, bits):
+    # bit reversal by a fixed loop (applied to public positions and indices)
     r = 0
     for i in range(bits):
         r |= ((x >> i) & 1) << (bits - 1 - i)

@@ -14,6 +14,7 @@ from .gf import (berlekamp_massey, masked_sums, vec_eval_table, vec_inv, vec_mul
 
 @njit(cache=True)
 def _popcount64(x):
+    # bit count by fixed folds (x may be secret)
     x = x - ((x >> 1) & 0x5555555555555555)
     x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
     x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F

@@ -227,15 +227,26 @@ def vec_times_z_table(L, m, taps):
 
 @njit(cache=True)
 def vec_mul_table(out, x, T):
-    """out = x * L for T = vec_times_z_table(L); out must not alias x. Inputs may be secret."""
+    """out = x * L for T = vec_times_z_table(L); out must not alias x. Inputs may be secret.
+
+    Four source planes per pass over an output plane, to save loads and stores.
+    """
     m, W = x.shape
     for k in range(m):
         for w in range(W):
             out[k, w] = x[0, w] & T[0, k, w]
-    for l in range(1, m):
+    l = 1
+    while l + 3 < m:
+        for k in range(m):
+            for w in range(W):
+                out[k, w] ^= ((x[l, w] & T[l, k, w]) ^ (x[l + 1, w] & T[l + 1, k, w])
+                              ^ (x[l + 2, w] & T[l + 2, k, w]) ^ (x[l + 3, w] & T[l + 3, k, w]))
+        l += 4
+    while l < m:
         for k in range(m):
             for w in range(W):
                 out[k, w] ^= x[l, w] & T[l, k, w]
+        l += 1
 
 
 @njit(cache=True)
@@ -259,7 +270,7 @@ def vec_eval(coeffs, L, m, taps):
 
 @njit(cache=True)
 def vec_eval_table(coeffs, T, m):
-    """vec_eval with the table of L (see vec_times_z_table) already built."""
+    """vec_eval with the table of L (see vec_times_z_table) already built; coeffs and T secret."""
     W = T.shape[2]
     acc = np.zeros((m, W), dtype=np.int64)
     tmp = np.empty((m, W), dtype=np.int64)
@@ -285,6 +296,7 @@ def vec_inv(a, m, taps):
 
 @njit(cache=True)
 def _parity64(x):
+    # parity of a 64-bit word by fixed folds (x may be secret)
     x ^= x >> 32
     x ^= x >> 16
     x ^= x >> 8
@@ -337,7 +349,7 @@ def vec_from_scalars(vals, m, W):
 
 @njit(cache=True)
 def vec_to_scalars(planes, count):
-    """Inverse of vec_from_scalars for the first ``count`` elements."""
+    """Inverse of vec_from_scalars for the first ``count`` elements (values may be secret)."""
     m = planes.shape[0]
     out = np.zeros(count, dtype=np.int64)
     for i in range(count):

@@ -63,6 +63,7 @@ def eliminate_rows(mat, r0, r1):
 
 @njit(cache=True)
 def _get64(mat, i, c0):
+    # the 64 bits of row i from column c0 on (public position, secret bits)
     wa = c0 >> 6
     o = c0 & 63
     if o == 0:
@@ -73,6 +74,7 @@ def _get64(mat, i, c0):
 
 @njit(cache=True)
 def _put64(mat, i, c0, v):
+    # store 64 bits into row i from column c0 on (public position, secret bits)
     wa = c0 >> 6
     o = c0 & 63
     if o == 0:
@@ -150,7 +152,9 @@ def move_pivot_columns(mat, pi, mt):
 
 @njit(cache=True)
 def pack_public_key(mat, mt, n, row_bytes, out):
-    """Write columns mt..n-1 of each row into ``out`` (uint8, mt * row_bytes), bits LSB first."""
+    """Write columns mt..n-1 of each row into ``out`` (uint8, mt * row_bytes), bits LSB first.
+
+    The result is the public key; positions depend on the sizes only."""
     W = mat.shape[1]
     for i in range(mt):
         for j in range(row_bytes):
