@@ -245,16 +245,23 @@ def apply_benes(planes, cond, m):
 
 
 @njit(cache=True)
-def support_from_control_bits(cond, m, n):
-    """Bitsliced support L_0..L_{n-1} (m, ceil(n/64)): the network applied to the sequence
-    bitrev(0), bitrev(1), ...; elements from n on are cleared. cond is secret.
-    """
+def bitrev_planes(m):
+    """The public sequence bitrev(0), bitrev(1), ..., bitrev(2^m - 1), bitsliced (m, 2^m / 64)."""
     N = 1 << m
     planes = np.zeros((m, N >> 6), dtype=np.int64)
     for i in range(N):
         a = _bitrev_bits(i, m)
         for k in range(m):
             planes[k, i >> 6] |= np.int64((a >> k) & 1) << (i & 63)
+    return planes
+
+
+@njit(cache=True)
+def support_from_control_bits(cond, m, n, base):
+    """Bitsliced support L_0..L_{n-1} (m, ceil(n/64)): the network applied to ``base`` =
+    bitrev_planes(m); elements from n on are cleared. cond is secret.
+    """
+    planes = base.copy()
     apply_benes(planes, cond, m)
     W = (n + 63) >> 6
     out = planes[:, :W].copy()

@@ -22,18 +22,18 @@ def _popcount64(x):
 
 
 @njit(cache=True)
-def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps):
+def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, base):
     """The hash input b | v | C of decapsulation: b = 1 and v = e when C decodes to an error
     vector e of weight t with syndrome C, else b = 0 and v = s (implicit rejection).
 
     Secret: g (Goppa polynomial, t low coefficients), cond (control bits as int64 words), s, and
-    everything derived from them; c is public. Loop bounds and memory indices depend on
+    everything derived from them; c is public, and so is base = bitrev_planes(m). Loop bounds and memory indices depend on
     m, n, t only, and the final choice between e and s is a mask.
     """
     W = (n + 63) >> 6
     nb = n >> 3
     sb = c.shape[0]
-    L = support_from_control_bits(cond, m, n)
+    L = support_from_control_bits(cond, m, n, base)
 
     r = np.zeros(W, dtype=np.int64)
     for i in range(sb):

@@ -10,12 +10,13 @@ decapsulation, with the byte encodings of the Round 4 submission.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 
 import numpy as np
 
 from ..errors import InvalidInput, InvalidKey, require_bytes
 from ..symmetric import shake256
-from .benes import control_bits, sort_network, support_from_control_bits
+from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
 from .decode import decap_preimage
 from .gf import field_poly, genpoly, vec_from_scalars
 from .matrix import (eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key, parity_check_matrix,
@@ -23,6 +24,14 @@ from .matrix import (eliminate_rows, fixed_weight_indices, move_pivot_columns, p
 from .params import Params
 
 _ALL_PIVOTS = 0xFFFFFFFF     # c for the plain sets: the first mt columns are the pivots
+
+
+@lru_cache(maxsize=None)
+def _bitrev_base(m: int) -> np.ndarray:
+    # public constant: the Benes network's input sequence for 2^m positions
+    base = bitrev_planes(m)
+    base.setflags(write=False)
+    return base
 
 
 def _rng(rng):
@@ -153,7 +162,7 @@ def public_key_from_private(p: Params, sk: bytes) -> bytes:
     'f' sets are already in the support order)."""
     sk = check_private_key(p, sk)
     g, cond, _ = _sk_parts(p, sk)
-    L = support_from_control_bits(cond, p.m, p.n)
+    L = support_from_control_bits(cond, p.m, p.n, _bitrev_base(p.m))
     mat = _public_matrix(p, g, L)
     if not eliminate_rows(mat, 0, p.mt):
         raise InvalidKey(f"{p.name} private key does not define a systematic code")
@@ -190,5 +199,5 @@ def decapsulate(p: Params, sk, ct) -> bytes:
     ct = check_ciphertext(p, ct)
     g, cond, s = _sk_parts(p, sk)
     pre = decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, p.m, p.n, p.t,
-                         field_poly(p), p.field_taps_array)
+                         field_poly(p), p.field_taps_array, _bitrev_base(p.m))
     return shake256(pre.tobytes(), 32)
