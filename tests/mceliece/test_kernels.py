@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from pqforge.mceliece import benes, decode, gf, matrix
+from pqforge.mceliece import benes, decode, fft, gf, matrix
 from pqforge.mceliece.params import PARAMS
 
 P12 = PARAMS["Classic-McEliece-348864"]
@@ -323,7 +323,8 @@ def test_decap_preimage_twin():
     g, cond, s = scheme._sk_parts(p, sk)
     c = np.frombuffer(ct, dtype=np.uint8)
     for cc in (c, c ^ np.uint8(1)):
-        args = (cc, g, cond, s, p.m, p.n, p.t, gf.field_poly(p), p.field_taps_array, benes.bitrev_planes(p.m))
+        args = (cc, g, cond, s, p.m, p.n, p.t, gf.field_poly(p), p.field_taps_array, benes.bitrev_planes(p.m),
+                *fft.fft_constants(p.m, fft.fft_size(p.t), gf.field_poly(p)))
         assert np.array_equal(decode.decap_preimage(*args), decode.decap_preimage.py_func(*args))
 
 
@@ -365,3 +366,47 @@ def test_fixed_weight_indices(rng):
             assert ok == (len(below) == t and len(set(below)) == t)
             if ok:
                 assert list(ind) == below
+
+
+@pytest.mark.parametrize("name", ["Classic-McEliece-348864", "Classic-McEliece-6960119", "Classic-McEliece-8192128"])
+def test_fft_matches_direct_evaluation(rng, name):
+    p = PARAMS[name]
+    m, poly = p.m, gf.field_poly(p)
+    K = fft.fft_size(p.t)
+    powers, U = fft.fft_constants(m, K, poly)
+    f = rng.integers(0, 1 << m, p.t + 1)
+    consts = fft.fft_coefficients(f, powers, K, m, poly)
+    assert np.array_equal(consts, fft.fft_coefficients.py_func(f, powers, K, m, poly))
+    E = fft.fft_evaluate(consts, U, m)
+    values = gf.vec_to_scalars(E, 1 << m)
+    for x in rng.integers(0, 1 << m, 40):          # entry x holds f(bitrev(x)), by Horner here
+        point = int(f"{int(x):0{m}b}"[::-1], 2)
+        acc = 0
+        for cf in f[::-1]:
+            acc = _clmul_mod(acc, point, m, poly) ^ int(cf)
+        assert values[x] == acc
+    # the routed values equal f at the support the control bits encode
+    pi = rng.permutation(1 << m).astype(np.int64)
+    cond = benes.control_bits(pi, m).view(np.int64)
+    at_support = fft.eval_at_support(f, cond, powers, U, m, poly, p.n)
+    L = benes.support_from_control_bits(cond, m, p.n, benes.bitrev_planes(m))
+    want = gf.vec_eval(f, L, m, p.field_taps_array)
+    W = L.shape[1]
+    if p.n & 63:
+        want[:, W - 1] &= (1 << (p.n & 63)) - 1
+    assert np.array_equal(at_support, want)
+
+
+def test_fft_kernel_twins(rng):
+    p = PARAMS["Classic-McEliece-348864"]
+    m, poly = p.m, gf.field_poly(p)
+    powers, U = fft.fft_constants(m, 128, poly)
+    consts = rng.integers(0, 1 << m, 128)
+    assert np.array_equal(fft.fft_evaluate(consts, U, m), fft.fft_evaluate.py_func(consts, U, m))
+    x = rng.integers(0, 1 << m, 50)
+    y = rng.integers(0, 1 << m, 50)
+    assert np.array_equal(fft._mul_elementwise(x, y, m, poly), fft._mul_elementwise.py_func(x, y, m, poly))
+    f = rng.integers(0, 1 << m, 65)
+    cond = benes.control_bits(rng.permutation(1 << m).astype(np.int64), m).view(np.int64)
+    assert np.array_equal(fft.eval_at_support(f, cond, powers, U, m, poly, p.n),
+                          fft.eval_at_support.py_func(f, cond, powers, U, m, poly, p.n))

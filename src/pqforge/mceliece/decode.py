@@ -8,8 +8,8 @@ import numpy as np
 from numba import njit
 
 from .benes import support_from_control_bits
-from .gf import (berlekamp_massey, masked_sums, vec_eval_table, vec_inv, vec_mul, vec_powers,
-                 vec_times_z_table)
+from .fft import eval_at_support
+from .gf import berlekamp_massey, masked_sums, vec_inv, vec_mul, vec_powers, vec_times_z_table
 
 
 @njit(cache=True)
@@ -22,12 +22,13 @@ def _popcount64(x):
 
 
 @njit(cache=True)
-def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, base):
+def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, base, powers, U):
     """The hash input b | v | C of decapsulation: b = 1 and v = e when C decodes to an error
     vector e of weight t with syndrome C, else b = 0 and v = s (implicit rejection).
 
     Secret: g (Goppa polynomial, t low coefficients), cond (control bits as int64 words), s, and
-    everything derived from them; c is public, and so is base = bitrev_planes(m). Loop bounds and memory indices depend on
+    everything derived from them; c is public, and so are base = bitrev_planes(m) and the FFT
+    constants (powers, U) = fft_constants(m, K, fpoly). Loop bounds and memory indices depend on
     m, n, t only, and the final choice between e and s is a mask.
     """
     W = (n + 63) >> 6
@@ -43,7 +44,7 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, base):
     gfull[:t] = g
     gfull[t] = 1
     T = vec_times_z_table(L, m, taps)
-    ginv2 = vec_inv(vec_eval_table(gfull, T, m), m, taps)
+    ginv2 = vec_inv(eval_at_support(gfull, cond, powers, U, m, fpoly, n), m, taps)
     vec_mul(ginv2, ginv2, ginv2, m, taps)          # 1 / g(L_i)^2
 
     # the syndrome map is linear in the received word: keep L^j / g(L)^2 for both uses
@@ -51,7 +52,7 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, base):
     syn = masked_sums(V, r)
 
     loc = berlekamp_massey(syn, t, m, fpoly)
-    img = vec_eval_table(loc, T, m)
+    img = eval_at_support(loc, cond, powers, U, m, fpoly, n)
 
     e = np.zeros(W, dtype=np.int64)
     weight = 0

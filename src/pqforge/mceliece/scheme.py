@@ -18,6 +18,7 @@ from ..errors import InvalidInput, InvalidKey, require_bytes
 from ..symmetric import shake256
 from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
 from .decode import decap_preimage
+from .fft import fft_constants, fft_size
 from .gf import field_poly, genpoly, vec_from_scalars
 from .matrix import (eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key, parity_check_matrix,
                      syndrome_from_public_key, weight_vector)
@@ -199,5 +200,6 @@ def decapsulate(p: Params, sk, ct) -> bytes:
     ct = check_ciphertext(p, ct)
     g, cond, s = _sk_parts(p, sk)
     pre = decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, p.m, p.n, p.t,
-                         field_poly(p), p.field_taps_array, _bitrev_base(p.m))
+                         field_poly(p), p.field_taps_array, _bitrev_base(p.m),
+                         *fft_constants(p.m, fft_size(p.t), field_poly(p)))
     return shake256(pre.tobytes(), 32)
