@@ -323,8 +323,9 @@ def test_decap_preimage_twin():
     g, cond, s = scheme._sk_parts(p, sk)
     c = np.frombuffer(ct, dtype=np.uint8)
     for cc in (c, c ^ np.uint8(1)):
-        args = (cc, g, cond, s, p.m, p.n, p.t, gf.field_poly(p), p.field_taps_array, benes.bitrev_planes(p.m),
-                *fft.fft_constants(p.m, fft.fft_size(p.t), gf.field_poly(p)))
+        args = (cc, g, cond, s, p.m, p.n, p.t, gf.field_poly(p), p.field_taps_array,
+                *fft.fft_constants(p.m, fft.fft_size(p.t), gf.field_poly(p)),
+                *fft.fft_constants(p.m, fft.fft_size(2 * p.t - 1), gf.field_poly(p)))
         assert np.array_equal(decode.decap_preimage(*args), decode.decap_preimage.py_func(*args))
 
 
@@ -410,3 +411,33 @@ def test_fft_kernel_twins(rng):
     cond = benes.control_bits(rng.permutation(1 << m).astype(np.int64), m).view(np.int64)
     assert np.array_equal(fft.eval_at_support(f, cond, powers, U, m, poly, p.n),
                           fft.eval_at_support.py_func(f, cond, powers, U, m, poly, p.n))
+
+
+@pytest.mark.parametrize("name", ["Classic-McEliece-348864", "Classic-McEliece-460896", "Classic-McEliece-6960119"])
+def test_transposed_fft_gives_power_sums(rng, name):
+    p = PARAMS[name]
+    m, poly = p.m, gf.field_poly(p)
+    pi = rng.permutation(1 << m).astype(np.int64)
+    cond = benes.control_bits(pi, m).view(np.int64)
+    K = fft.fft_size(2 * p.t - 1)
+    powers, U = fft.fft_constants(m, K, poly)
+    vals = rng.integers(0, 1 << m, p.n)
+    W = (p.n + 63) // 64
+    v = gf.vec_from_scalars(vals, m, W)
+    sums = fft.support_power_sums(v, cond, powers, U, m, poly)
+    assert np.array_equal(sums, fft.support_power_sums.py_func(v, cond, powers, U, m, poly))
+    E = np.zeros((m, (1 << m) // 64), dtype=np.int64)
+    E[:, :W] = v
+    assert np.array_equal(fft.fft_transposed(E.copy(), U, powers, m, poly),
+                          fft.fft_transposed.py_func(E.copy(), U, powers, m, poly))
+    # against the definition, with the support taken as bitrev(pi[i])
+    support = [int(f"{int(x):0{m}b}"[::-1], 2) for x in pi[:p.n]]
+    for j in (0, 1, 2, 7, 2 * p.t - 1):
+        want = 0
+        for a, x in zip(vals, support):
+            term = int(a)
+            for _ in range(j):
+                term = _clmul_mod(term, x, m, poly)
+            want ^= term
+        assert sums[j] == want
+    assert fft._parity(np.int64(-1)) == fft._parity.py_func(np.int64(-1)) == 0

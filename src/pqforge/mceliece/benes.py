@@ -210,16 +210,18 @@ def _spread32(c, s):
 
 
 @njit(cache=True)
-def apply_benes(planes, cond, m):
+def apply_benes(planes, cond, m, inverse=False):
     """Apply the network given by control bits ``cond`` (int64 words, secret) to every bitsliced
-    plane of ``planes`` (m', 2^m / 64), in place. Swaps are masked XORs; the access pattern
-    depends on m only.
+    plane of ``planes`` (m', 2^m / 64), in place; ``inverse`` runs the layers backwards, which
+    undoes the permutation (every layer is an involution). Swaps are masked XORs; the access
+    pattern depends on m only.
     """
     N = 1 << m
     nw = N >> 6
     per_layer = N >> 7          # control words per layer
     P = planes.shape[0]
-    for layer in range(2 * m - 1):
+    for step in range(2 * m - 1):
+        layer = 2 * m - 2 - step if inverse else step
         s = layer if layer < m else 2 * m - 2 - layer
         base = layer * per_layer
         if s >= 6:

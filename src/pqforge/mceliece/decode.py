@@ -1,5 +1,6 @@
-"""Decapsulation's decoding core: support from the Benes network, Goppa syndrome, Berlekamp-Massey,
-root finding, the re-encryption check and the implicit-rejection select, in one compiled pass.
+"""Decapsulation's decoding core: Goppa syndrome (transposed additive FFT routed through the Benes
+network), Berlekamp-Massey, root finding (additive FFT), the re-encryption check and the
+implicit-rejection select, in one compiled pass.
 """
 
 from __future__ import annotations
@@ -7,9 +8,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .benes import support_from_control_bits
-from .fft import eval_at_support
-from .gf import berlekamp_massey, masked_sums, vec_inv, vec_mul, vec_powers, vec_times_z_table
+from .fft import eval_at_support, support_power_sums
+from .gf import berlekamp_massey, vec_inv, vec_mul
 
 
 @njit(cache=True)
@@ -22,19 +22,18 @@ def _popcount64(x):
 
 
 @njit(cache=True)
-def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, base, powers, U):
+def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_U, sy_powers, sy_U):
     """The hash input b | v | C of decapsulation: b = 1 and v = e when C decodes to an error
     vector e of weight t with syndrome C, else b = 0 and v = s (implicit rejection).
 
     Secret: g (Goppa polynomial, t low coefficients), cond (control bits as int64 words), s, and
-    everything derived from them; c is public, and so are base = bitrev_planes(m) and the FFT
-    constants (powers, U) = fft_constants(m, K, fpoly). Loop bounds and memory indices depend on
-    m, n, t only, and the final choice between e and s is a mask.
+    everything derived from them; c is public, and so are the FFT constants for evaluating
+    polynomials of degree t (ev_*) and for power sums up to 2t - 1 (sy_*). Loop bounds and
+    memory indices depend on m, n, t only, and the final choice between e and s is a mask.
     """
     W = (n + 63) >> 6
     nb = n >> 3
     sb = c.shape[0]
-    L = support_from_control_bits(cond, m, n, base)
 
     r = np.zeros(W, dtype=np.int64)
     for i in range(sb):
@@ -43,16 +42,18 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, base, powers, U):
     gfull = np.empty(t + 1, dtype=np.int64)
     gfull[:t] = g
     gfull[t] = 1
-    T = vec_times_z_table(L, m, taps)
-    ginv2 = vec_inv(eval_at_support(gfull, cond, powers, U, m, fpoly, n), m, taps)
+    ginv2 = vec_inv(eval_at_support(gfull, cond, ev_powers, ev_U, m, fpoly, n), m, taps)
     vec_mul(ginv2, ginv2, ginv2, m, taps)          # 1 / g(L_i)^2
 
-    # the syndrome map is linear in the received word: keep L^j / g(L)^2 for both uses
-    V = vec_powers(ginv2, T, 2 * t)
-    syn = masked_sums(V, r)
+    # syndrome s_j = sum_i r_i L_i^j / g(L_i)^2, j < 2t
+    w = np.empty((m, W), dtype=np.int64)
+    for k in range(m):
+        for x in range(W):
+            w[k, x] = ginv2[k, x] & r[x]
+    syn = support_power_sums(w, cond, sy_powers, sy_U, m, fpoly)
 
-    loc = berlekamp_massey(syn, t, m, fpoly)
-    img = eval_at_support(loc, cond, powers, U, m, fpoly, n)
+    loc = berlekamp_massey(syn[:2 * t], t, m, fpoly)
+    img = eval_at_support(loc, cond, ev_powers, ev_U, m, fpoly, n)
 
     e = np.zeros(W, dtype=np.int64)
     weight = 0
@@ -66,7 +67,10 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, base, powers, U):
         e[x] = ~nz & valid
         weight += _popcount64(e[x])
 
-    syn2 = masked_sums(V, e)
+    for k in range(m):
+        for x in range(W):
+            w[k, x] = ginv2[k, x] & e[x]
+    syn2 = support_power_sums(w, cond, sy_powers, sy_U, m, fpoly)
 
     diff = weight ^ t
     for j in range(2 * t):

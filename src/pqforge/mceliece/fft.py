@@ -187,3 +187,105 @@ def eval_at_support(coeffs, cond, powers, U, m, fpoly, n):
         for k in range(m):
             out[k, W - 1] &= keep
     return out
+
+
+@njit(cache=True)
+def fft_transposed(E, U, powers, m, fpoly):
+    """The transpose of fft_coefficients followed by fft_evaluate: from values v (bitsliced,
+    entry x belonging to the point bitrev(x); overwritten) to the power sums
+    sum_x v_x bitrev(x)^j for j < K = powers.shape[1]. Every step of the forward transform is
+    undone in reverse order by its transpose. v is secret; all positions are public.
+    """
+    K = powers.shape[1]
+    N = 1 << m
+    nw = N >> 6
+    D = 0
+    while (1 << D) < K:
+        D += 1
+    tmp = np.empty((m, nw), dtype=np.int64)
+    for d in range(D):
+        half = N >> (d + 1)
+        if half >= 64:
+            hw = half >> 6
+            X = np.empty((m, nw >> 1), dtype=np.int64)
+            for k in range(m):
+                for b in range(0, nw, 2 * hw):
+                    for w in range(hw):
+                        lo = E[k, b + w] ^ E[k, b + hw + w]
+                        E[k, b + w] = lo
+                        X[k, (b >> 1) + w] = lo
+            P = np.empty((m, nw >> 1), dtype=np.int64)
+            vec_mul(P, X, U[d][:, :nw >> 1], m, _TAPS[m - 12])
+            for k in range(m):
+                for b in range(0, nw, 2 * hw):
+                    for w in range(hw):
+                        E[k, b + hw + w] ^= P[k, (b >> 1) + w]
+        else:
+            low = _LOW_MASKS[half]
+            for k in range(m):
+                for w in range(nw):
+                    e = E[k, w] ^ ((E[k, w] >> half) & low)
+                    E[k, w] = e
+                    tmp[k, w] = e & low
+            vec_mul(tmp, tmp, U[d], m, _TAPS[m - 12])
+            for k in range(m):
+                for w in range(nw):
+                    E[k, w] ^= tmp[k, w] << half
+    # bottom blocks: each constant is the sum of its block
+    block = N >> D
+    c = np.zeros(K, dtype=np.int64)
+    for p in range(K):
+        start = p * block
+        v = 0
+        for k in range(m):
+            if block >= 64:
+                acc = 0
+                for w in range(start >> 6, (start + block) >> 6):
+                    acc ^= E[k, w]
+            else:
+                acc = (E[k, start >> 6] >> (start & 63)) & ((np.int64(1) << block) - 1)
+            v |= _parity(acc) << k
+        c[p] = v
+    nxt = np.empty(K, dtype=np.int64)
+    for d in range(D - 1, -1, -1):
+        size = K >> d
+        half = size >> 1
+        for lo in range(0, K, size):
+            for i in range(half):
+                nxt[lo + 2 * i] = c[lo + i]
+                nxt[lo + 2 * i + 1] = c[lo + half + i]
+        c, nxt = nxt, c
+        s = 4
+        while s <= size:
+            h = s >> 1
+            q = s >> 2
+            for lo in range(0, K, s):
+                for i in range(lo + h, lo + s):
+                    c[i] ^= c[i - q]
+            s <<= 1
+        c = _mul_elementwise(c, powers[d], m, fpoly)
+    return c
+
+
+@njit(cache=True)
+def _parity(x):
+    # parity of a 64-bit word by fixed folds (x may be secret)
+    x ^= x >> 32
+    x ^= x >> 16
+    x ^= x >> 8
+    x ^= x >> 4
+    x ^= x >> 2
+    x ^= x >> 1
+    return x & 1
+
+
+@njit(cache=True)
+def support_power_sums(v, cond, powers, U, m, fpoly):
+    """sum_i v_i L_i^j for j < powers.shape[1]: v bitsliced in support order (m, W), with L the
+    support of the control bits cond. Both are secret: the values go back through the network
+    to field order (bits from n on must be zero), then through the transposed FFT."""
+    N = 1 << m
+    E = np.zeros((m, N >> 6), dtype=np.int64)
+    E[:, :v.shape[1]] = v
+    apply_benes(E, cond, m, True)
+    return fft_transposed(E, U, powers, m, fpoly)

@@ -199,7 +199,8 @@ def decapsulate(p: Params, sk, ct) -> bytes:
     sk = check_private_key(p, sk)
     ct = check_ciphertext(p, ct)
     g, cond, s = _sk_parts(p, sk)
-    pre = decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, p.m, p.n, p.t,
-                         field_poly(p), p.field_taps_array, _bitrev_base(p.m),
-                         *fft_constants(p.m, fft_size(p.t), field_poly(p)))
+    fpoly = field_poly(p)
+    pre = decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, p.m, p.n, p.t, fpoly,
+                         p.field_taps_array, *fft_constants(p.m, fft_size(p.t), fpoly),
+                         *fft_constants(p.m, fft_size(2 * p.t - 1), fpoly))
     return shake256(pre.tobytes(), 32)
