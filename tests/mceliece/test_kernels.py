@@ -340,6 +340,9 @@ def test_vector_scalar_helpers(rng, m, poly, taps):
     for u, v in zip(x, y):
         dot ^= _clmul_mod(int(u), int(v), m, poly)
     assert gf.gf_dot(x, y, m, poly) == dot == gf.gf_dot.py_func(x, y, m, poly)
+    bb = int(rng.integers(0, 1 << m))
+    lin = [_clmul_mod(int(u), a, m, poly) ^ _clmul_mod(int(v), bb, m, poly) for u, v in zip(x, y)]
+    assert list(gf.gf_lincomb(x, a, y, bb, m, poly)) == lin == list(gf.gf_lincomb.py_func(x, a, y, bb, m, poly))
     raw = rng.integers(0, 1 << (2 * m - 1), 20)
     r1, r2 = raw.copy(), raw.copy()
     gf.gf_reduce_all(r1, m, poly)

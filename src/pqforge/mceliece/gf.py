@@ -145,11 +145,26 @@ def genpoly(f, m, fpoly, taps, const_z):
 
 
 @njit(cache=True)
-def berlekamp_massey(s, t, m, fpoly):
-    """Error locator from the 2t syndromes s (secret), reversed: out[i] = C[t - i], so the roots
-    of out are the support elements at error positions.
+def gf_lincomb(x, a, y, b, m, fpoly):
+    """[a * x_i + b * y_i]: two scalars times two vectors (all may be secret), one reduction."""
+    out = np.zeros(x.shape[0], dtype=np.int64)
+    for k in range(m):
+        ma = -((a >> k) & 1)
+        mb = -((b >> k) & 1)
+        for c in range(x.shape[0]):
+            out[c] ^= ((x[c] << k) & ma) ^ ((y[c] << k) & mb)
+    gf_reduce_all(out, m, fpoly)
+    return out
 
-    Constant time: fixed loop bounds (N, t are public), every update is a masked select.
+
+@njit(cache=True)
+def berlekamp_massey(s, t, m, fpoly):
+    """An error locator from the 2t syndromes s (secret), reversed: out[i] = C[t - i], so the
+    roots of out are the support elements at error positions.
+
+    Inversion-free form: C <- b C - d x B, so C is the usual connection polynomial times a
+    nonzero constant, which leaves its roots alone. Constant time: fixed loop bounds (N, t are
+    public), every update is a masked select.
     """
     C = np.zeros(t + 1, dtype=np.int64)
     B = np.zeros(t + 1, dtype=np.int64)
@@ -163,14 +178,11 @@ def berlekamp_massey(s, t, m, fpoly):
         for i in range(t + 1):
             srev[i] = s[N - i] if i <= N else 0
         d = gf_dot(C, srev, m, fpoly)
-        nz = _nonzero_mask(d)
-        upd = nz & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
-        f = gf_mul(gf_inv(b, m, fpoly), d, m, fpoly)
-        fB = gf_scale(B, f, m, fpoly)
+        upd = _nonzero_mask(d) & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
+        Cn = gf_lincomb(C, b, B, d, m, fpoly)
         for i in range(t + 1):
-            Ci = C[i]
-            C[i] = Ci ^ (fB[i] & nz)
-            B[i] = (B[i] & ~upd) | (Ci & upd)
+            B[i] = (B[i] & ~upd) | (C[i] & upd)
+            C[i] = Cn[i]
         L = (L & ~upd) | ((N + 1 - L) & upd)
         b = (b & ~upd) | (d & upd)
         for i in range(t, 0, -1):
