@@ -68,6 +68,11 @@ def test_bitsliced_mul_inv_eval(rng, m, poly, taps):
     gf.vec_mul.py_func(out2, A, B, m, taps)
     assert np.array_equal(out, out2)
     assert list(gf.vec_to_scalars(out, n)) == [_clmul_mod(int(x), int(y), m, poly) for x, y in zip(a, b)]
+    sq, sq2 = np.empty_like(A), np.empty_like(A)
+    gf.vec_square(sq, A, m, taps)
+    gf.vec_square.py_func(sq2, A, m, taps)
+    assert np.array_equal(sq, sq2)
+    assert list(gf.vec_to_scalars(sq, n)) == [_clmul_mod(int(x), int(x), m, poly) for x in a]
     inv = gf.vec_inv(A, m, taps)
     assert np.array_equal(inv, gf.vec_inv.py_func(A, m, taps))
     assert all(_clmul_mod(int(x), int(y), m, poly) == 1 for x, y in zip(a, gf.vec_to_scalars(inv, n)))

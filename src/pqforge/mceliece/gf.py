@@ -175,9 +175,10 @@ def berlekamp_massey(s, t, m, fpoly):
     b = 1
     for N in range(2 * t):
         # d = sum_{i <= min(N, t)} C[i] s[N - i]; srev holds those s values in C's order
-        for i in range(t + 1):
-            srev[i] = s[N - i] if i <= N else 0
-        d = gf_dot(C, srev, m, fpoly)
+        lim = min(N, t) + 1                  # public
+        for i in range(lim):
+            srev[i] = s[N - i]
+        d = gf_dot(C[:lim], srev[:lim], m, fpoly)
         upd = _nonzero_mask(d) & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
         Cn = gf_lincomb(C, b, B, d, m, fpoly)
         for i in range(t + 1):
@@ -296,14 +297,49 @@ def vec_eval_table(coeffs, T, m):
 
 
 @njit(cache=True)
+def vec_square(out, a, m, taps):
+    """out = a^2 elementwise (a secret; out may alias a). Squaring is GF(2)-linear: bit k moves
+    to z^(2k), reduced by z^m = sum z^tap, so it costs shifts of whole planes only."""
+    W = a.shape[1]
+    prod = np.zeros((2 * m - 1, W), dtype=np.int64)
+    for k in range(m):
+        for w in range(W):
+            prod[2 * k, w] = a[k, w]
+    for i in range(2 * m - 2, m - 1, -1):
+        for tap in taps:
+            for w in range(W):
+                prod[i - m + tap, w] ^= prod[i, w]
+    for k in range(m):
+        for w in range(W):
+            out[k, w] = prod[k, w]
+
+
+@njit(cache=True)
 def vec_inv(a, m, taps):
-    """Elementwise a^(2^m - 2) of a bitsliced vector (secret), by a fixed chain."""
-    x = a.copy()
-    for _ in range(m - 2):
-        vec_mul(x, x, x, m, taps)
-        vec_mul(x, x, a, m, taps)
-    vec_mul(x, x, x, m, taps)
-    return x
+    """Elementwise a^(2^m - 2) of a bitsliced vector (secret), by a fixed addition chain on the
+    exponents 2^j - 1 (Itoh-Tsujii): a^(2^(i+j) - 1) = (a^(2^i - 1))^(2^j) a^(2^j - 1)."""
+    W = a.shape[1]
+    # chain of j with known a^(2^j - 1), ending at m - 1
+    chain = np.array([1, 2, 3, 6, 12]) if m == 13 else np.array([1, 2, 3, 5, 10, 11])
+    known = np.empty((chain.shape[0], m, W), dtype=np.int64)
+    known[0] = a
+    x = np.empty((m, W), dtype=np.int64)
+    for c in range(1, chain.shape[0]):
+        j = chain[c]
+        # split j = i + jj with i = chain[c - 1] and jj an earlier chain element
+        i = chain[c - 1]
+        jj = j - i
+        src = 0
+        for e in range(c):
+            if chain[e] == jj:
+                src = e
+        x[:] = known[c - 1]
+        for _ in range(jj):
+            vec_square(x, x, m, taps)
+        vec_mul(known[c], x, known[src], m, taps)
+    out = known[chain.shape[0] - 1].copy()
+    vec_square(out, out, m, taps)
+    return out
 
 
 @njit(cache=True)
