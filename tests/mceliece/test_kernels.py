@@ -251,8 +251,9 @@ def test_elimination_and_packing(rng):
     mat = rng.integers(-(1 << 63), (1 << 63) - 1, (rows, W), dtype=np.int64)
     mat[:, -1] &= (1 << (n - 128)) - 1
     m1, m2 = mat.copy(), mat.copy()
-    ok = matrix.eliminate_rows(m1, 0, rows)
-    assert ok == matrix.eliminate_rows.py_func(m2, 0, rows) and np.array_equal(m1, m2)
+    ok = matrix.eliminate_rows(m1, 0, rows, W)
+    assert ok == matrix.eliminate_rows.py_func(m2, 0, rows, W) and np.array_equal(m1, m2)
+    assert matrix.eliminate_rows(mat.copy(), 0, rows, 1) == ok      # the pivot columns decide
     if ok:
         B = _bits(m1, n)
         assert np.array_equal(B[:, :rows], np.eye(rows, dtype=int))

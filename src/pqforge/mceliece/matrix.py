@@ -35,28 +35,30 @@ def parity_check_matrix(g, L, t, m, n, taps):
 
 
 @njit(cache=True)
-def eliminate_rows(mat, r0, r1):
-    """Reduce pivot rows r0..r1-1 to the identity in columns r0..r1-1 (Gauss-Jordan over all rows).
+def eliminate_rows(mat, r0, r1, wend):
+    """Reduce pivot rows r0..r1-1 to the identity in columns r0..r1-1 (Gauss-Jordan over all rows),
+    on the column words below ``wend`` (mat.shape[1] for the whole matrix).
 
     The matrix is secret: a missing pivot is fixed by masked additions of the rows below, and
     clearing a column is a masked addition to every row. Returns 0 when some pivot stays zero:
-    the matrix is not systematic, which key generation rejects (public by design).
+    the matrix is not systematic, which key generation rejects (public by design). That answer
+    depends on the pivot columns only, so wend = ceil(r1 / 64) decides it at a fraction of the cost.
     """
-    rows, W = mat.shape
+    rows = mat.shape[0]
     for r in range(r0, r1):
         wi = r >> 6
         bi = r & 63
         # columns left of word wi hold only earlier pivots, already cleared in rows >= r
         for k in range(r + 1, rows):
             mask = ((mat[r, wi] >> bi) & 1) - 1
-            for c in range(wi, W):
+            for c in range(wi, wend):
                 mat[r, c] ^= mat[k, c] & mask
         if ((mat[r, wi] >> bi) & 1) == 0:
             return 0
         for k in range(rows):
             if k != r:
                 mask = -((mat[k, wi] >> bi) & 1)
-                for c in range(wi, W):
+                for c in range(wi, wend):
                     mat[k, c] ^= mat[r, c] & mask
     return 1
 

@@ -78,15 +78,19 @@ def _systematic(p: Params, g: np.ndarray, perm: np.ndarray):
     pi = keyed & (q - 1)
     L = vec_from_scalars(_bitrev(pi[:p.n], p.m), p.m, (p.n + 63) // 64)
     mat = _public_matrix(p, g, L)
+    W = mat.shape[1]
     if not p.semi_systematic:
-        if not eliminate_rows(mat, 0, p.mt):
+        # most matrices are rejected: decide on the pivot columns alone, then rebuild and reduce
+        if not eliminate_rows(mat, 0, p.mt, (p.mt + 63) // 64):
             return None
+        mat = _public_matrix(p, g, L)
+        eliminate_rows(mat, 0, p.mt, W)
         pivots = _ALL_PIVOTS
     else:
-        if not eliminate_rows(mat, 0, p.mt - 32):
+        if not eliminate_rows(mat, 0, p.mt - 32, W):
             return None
         ok, pivots = move_pivot_columns(mat, pi, p.mt)
-        if not ok or not eliminate_rows(mat, p.mt - 32, p.mt):
+        if not ok or not eliminate_rows(mat, p.mt - 32, p.mt, W):
             return None
         pivots &= (1 << 64) - 1
     return _pack(p, mat), pi, pivots
@@ -165,7 +169,7 @@ def public_key_from_private(p: Params, sk: bytes) -> bytes:
     g, cond, _ = _sk_parts(p, sk)
     L = support_from_control_bits(cond, p.m, p.n, _bitrev_base(p.m))
     mat = _public_matrix(p, g, L)
-    if not eliminate_rows(mat, 0, p.mt):
+    if not eliminate_rows(mat, 0, p.mt, mat.shape[1]):
         raise InvalidKey(f"{p.name} private key does not define a systematic code")
     return _pack(p, mat)
 
