@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .benes import apply_benes
-from .gf import gf_inv, gf_mul, gf_reduce_all, vec_from_scalars, vec_mul
+from .gf import _parity64, gf_inv, gf_mul, gf_reduce_all, vec_from_scalars, vec_mul
 
 
 @njit(cache=True)
@@ -244,7 +244,7 @@ def fft_transposed(E, U, powers, m, fpoly):
                     acc ^= E[k, w]
             else:
                 acc = (E[k, start >> 6] >> (start & 63)) & ((np.int64(1) << block) - 1)
-            v |= _parity(acc) << k
+            v |= _parity64(acc) << k
         c[p] = v
     nxt = np.empty(K, dtype=np.int64)
     for d in range(D - 1, -1, -1):
@@ -265,18 +265,6 @@ def fft_transposed(E, U, powers, m, fpoly):
             s <<= 1
         c = _mul_elementwise(c, powers[d], m, fpoly)
     return c
-
-
-@njit(cache=True)
-def _parity(x):
-    # parity of a 64-bit word by fixed folds (x may be secret)
-    x ^= x >> 32
-    x ^= x >> 16
-    x ^= x >> 8
-    x ^= x >> 4
-    x ^= x >> 2
-    x ^= x >> 1
-    return x & 1
 
 
 @njit(cache=True)

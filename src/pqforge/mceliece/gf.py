@@ -355,37 +355,6 @@ def _parity64(x):
 
 
 @njit(cache=True)
-def vec_powers(x, T, count):
-    """V[j] = x * L^j for j < count, bitsliced, T = vec_times_z_table(L) (secret; count public)."""
-    m, W = x.shape
-    V = np.empty((count, m, W), dtype=np.int64)
-    V[0] = x
-    for j in range(1, count):
-        vec_mul_table(V[j], V[j - 1], T)
-    return V
-
-
-@njit(cache=True)
-def masked_sums(V, r):
-    """s_j = sum of the elements of V[j] at the positions set in the bit vector r (int64 words).
-
-    With V[j] = L^j / g(L)^2 this is the Goppa syndrome of r. Every plane is folded in full, so
-    the work is the same for any r (secret).
-    """
-    count, m, W = V.shape
-    s = np.zeros(count, dtype=np.int64)
-    for j in range(count):
-        v = 0
-        for k in range(m):
-            acc = 0
-            for x in range(W):
-                acc ^= V[j, k, x] & r[x]
-            v |= _parity64(acc) << k
-        s[j] = v
-    return s
-
-
-@njit(cache=True)
 def vec_from_scalars(vals, m, W):
     """Bitslice a list of field elements (secret values, public length) into (m, W) planes."""
     out = np.zeros((m, W), dtype=np.int64)
