@@ -200,7 +200,7 @@ def test_layer_step_twin(rng, w):
     assert sorted(outs[0][1][:n // 2]) == list(range(n // 2))
 
 
-def test_small_bit_helpers(rng):
+def test_small_bit_functions(rng):
     for x in rng.integers(1, 1 << 62, 30, dtype=np.int64):
         assert matrix._ctz64(x) == matrix._ctz64.py_func(x) == (int(x) & -int(x)).bit_length() - 1
     for s in range(6):
@@ -322,7 +322,7 @@ def test_decap_preimage_twin():
 
 
 @pytest.mark.parametrize("m,poly,taps", FIELDS)
-def test_vector_scalar_helpers(rng, m, poly, taps):
+def test_vector_scalar_products(rng, m, poly, taps):
     x = rng.integers(0, 1 << m, 33)
     y = rng.integers(0, 1 << m, 33)
     a = int(rng.integers(0, 1 << m))

@@ -4,7 +4,7 @@ decapsulation, with the byte encodings of the Round 4 submission.
     private key = delta (32) | c (8) | g_0..g_{t-1} (2 bytes each) | Benes control bits | s (n/8)
     public key  = T, row by row, of the systematic parity-check matrix [I_mt | T]
     ciphertext  = C = H e (mt bits)
-    session key = SHAKE256(1 | e | C) on success, SHAKE256(0 | s | C) otherwise (32 bytes)
+    shared secret = SHAKE256(1 | e | C) on success, SHAKE256(0 | s | C) otherwise (32 bytes)
 """
 
 from __future__ import annotations
@@ -189,7 +189,7 @@ def fixed_weight(p: Params, rng) -> np.ndarray:
 
 
 def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
-    """(ciphertext, session key) for public key pk."""
+    """(ciphertext, shared secret) for public key pk."""
     pk = check_public_key(p, pk)
     e = weight_vector(fixed_weight(p, _rng(rng)), p.n // 8)
     C = syndrome_from_public_key(np.frombuffer(pk, dtype=np.uint8), e, p.mt, p.pk_row_bytes).tobytes()
@@ -199,7 +199,7 @@ def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
 # -- decapsulation --------------------------------------------------------------------------
 
 def decapsulate(p: Params, sk, ct) -> bytes:
-    """Session key for ciphertext ct; a ciphertext that does not decode gives SHAKE256(0 | s | C)."""
+    """Shared secret for ciphertext ct; a ciphertext that does not decode gives SHAKE256(0 | s | C)."""
     sk = check_private_key(p, sk)
     ct = check_ciphertext(p, ct)
     g, cond, s = _sk_parts(p, sk)
