@@ -369,11 +369,11 @@ def test_fft_matches_direct_evaluation(rng, name):
     p = PARAMS[name]
     m, poly = p.m, gf.field_poly(p)
     K = fft.fft_size(p.t)
-    powers, U = fft.fft_constants(m, K, poly)
+    powers, Uw, Ub = fft.fft_constants(m, K, poly)
     f = rng.integers(0, 1 << m, p.t + 1)
     consts = fft.fft_coefficients(f, powers, K, m, poly)
     assert np.array_equal(consts, fft.fft_coefficients.py_func(f, powers, K, m, poly))
-    E = fft.fft_evaluate(consts, U, m)
+    E = fft.fft_evaluate(consts, Uw, Ub, m)
     values = gf.vec_to_scalars(E, 1 << m)
     for x in rng.integers(0, 1 << m, 40):          # entry x holds f(bitrev(x)), by Horner here
         point = int(f"{int(x):0{m}b}"[::-1], 2)
@@ -384,7 +384,7 @@ def test_fft_matches_direct_evaluation(rng, name):
     # the routed values equal f at the support the control bits encode
     pi = rng.permutation(1 << m).astype(np.int64)
     cond = benes.control_bits(pi, m).view(np.int64)
-    at_support = fft.eval_at_support(f, cond, powers, U, m, poly, p.n)
+    at_support = fft.eval_at_support(f, cond, powers, Uw, Ub, m, poly, p.n)
     L = benes.support_from_control_bits(cond, m, p.n, benes.bitrev_planes(m))
     want = gf.vec_eval(f, L, m, p.field_taps_array)
     W = L.shape[1]
@@ -396,16 +396,16 @@ def test_fft_matches_direct_evaluation(rng, name):
 def test_fft_kernel_twins(rng):
     p = PARAMS["Classic-McEliece-348864"]
     m, poly = p.m, gf.field_poly(p)
-    powers, U = fft.fft_constants(m, 128, poly)
+    powers, Uw, Ub = fft.fft_constants(m, 128, poly)
     consts = rng.integers(0, 1 << m, 128)
-    assert np.array_equal(fft.fft_evaluate(consts, U, m), fft.fft_evaluate.py_func(consts, U, m))
+    assert np.array_equal(fft.fft_evaluate(consts, Uw, Ub, m), fft.fft_evaluate.py_func(consts, Uw, Ub, m))
     x = rng.integers(0, 1 << m, 50)
     y = rng.integers(0, 1 << m, 50)
     assert np.array_equal(fft._mul_elementwise(x, y, m, poly), fft._mul_elementwise.py_func(x, y, m, poly))
     f = rng.integers(0, 1 << m, 65)
     cond = benes.control_bits(rng.permutation(1 << m).astype(np.int64), m).view(np.int64)
-    assert np.array_equal(fft.eval_at_support(f, cond, powers, U, m, poly, p.n),
-                          fft.eval_at_support.py_func(f, cond, powers, U, m, poly, p.n))
+    assert np.array_equal(fft.eval_at_support(f, cond, powers, Uw, Ub, m, poly, p.n),
+                          fft.eval_at_support.py_func(f, cond, powers, Uw, Ub, m, poly, p.n))
 
 
 @pytest.mark.parametrize("name", ["Classic-McEliece-348864", "Classic-McEliece-460896", "Classic-McEliece-6960119"])
@@ -415,16 +415,16 @@ def test_transposed_fft_gives_power_sums(rng, name):
     pi = rng.permutation(1 << m).astype(np.int64)
     cond = benes.control_bits(pi, m).view(np.int64)
     K = fft.fft_size(2 * p.t - 1)
-    powers, U = fft.fft_constants(m, K, poly)
+    powers, Uw, Ub = fft.fft_constants(m, K, poly)
     vals = rng.integers(0, 1 << m, p.n)
     W = (p.n + 63) // 64
     v = gf.vec_from_scalars(vals, m, W)
-    sums = fft.support_power_sums(v, cond, powers, U, m, poly)
-    assert np.array_equal(sums, fft.support_power_sums.py_func(v, cond, powers, U, m, poly))
+    sums = fft.support_power_sums(v, cond, powers, Uw, Ub, m, poly)
+    assert np.array_equal(sums, fft.support_power_sums.py_func(v, cond, powers, Uw, Ub, m, poly))
     E = np.zeros((m, (1 << m) // 64), dtype=np.int64)
     E[:, :W] = v
-    assert np.array_equal(fft.fft_transposed(E.copy(), U, powers, m, poly),
-                          fft.fft_transposed.py_func(E.copy(), U, powers, m, poly))
+    assert np.array_equal(fft.fft_transposed(E.copy(), Uw, Ub, powers, m, poly),
+                          fft.fft_transposed.py_func(E.copy(), Uw, Ub, powers, m, poly))
     # against the definition, with the support taken as bitrev(pi[i])
     support = [int(f"{int(x):0{m}b}"[::-1], 2) for x in pi[:p.n]]
     for j in (0, 1, 2, 7, 2 * p.t - 1):

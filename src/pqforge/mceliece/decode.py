@@ -22,7 +22,7 @@ def _popcount64(x):
 
 
 @njit(cache=True)
-def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_U, sy_powers, sy_U):
+def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub, sy_powers, sy_Uw, sy_Ub):
     """The hash input b | v | C of decapsulation: b = 1 and v = e when C decodes to an error
     vector e of weight t with syndrome C, else b = 0 and v = s (implicit rejection).
 
@@ -42,7 +42,7 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_U, sy_powe
     gfull = np.empty(t + 1, dtype=np.int64)
     gfull[:t] = g
     gfull[t] = 1
-    ginv2 = vec_inv(eval_at_support(gfull, cond, ev_powers, ev_U, m, fpoly, n), m, taps)
+    ginv2 = vec_inv(eval_at_support(gfull, cond, ev_powers, ev_Uw, ev_Ub, m, fpoly, n), m, taps)
     vec_mul(ginv2, ginv2, ginv2, m, taps)          # 1 / g(L_i)^2
 
     # syndrome s_j = sum_i r_i L_i^j / g(L_i)^2, j < 2t
@@ -50,10 +50,10 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_U, sy_powe
     for k in range(m):
         for x in range(W):
             w[k, x] = ginv2[k, x] & r[x]
-    syn = support_power_sums(w, cond, sy_powers, sy_U, m, fpoly)
+    syn = support_power_sums(w, cond, sy_powers, sy_Uw, sy_Ub, m, fpoly)
 
     loc = berlekamp_massey(syn[:2 * t], t, m, fpoly)
-    img = eval_at_support(loc, cond, ev_powers, ev_U, m, fpoly, n)
+    img = eval_at_support(loc, cond, ev_powers, ev_Uw, ev_Ub, m, fpoly, n)
 
     e = np.zeros(W, dtype=np.int64)
     weight = 0
@@ -70,7 +70,7 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_U, sy_powe
     for k in range(m):
         for x in range(W):
             w[k, x] = ginv2[k, x] & e[x]
-    syn2 = support_power_sums(w, cond, sy_powers, sy_U, m, fpoly)
+    syn2 = support_power_sums(w, cond, sy_powers, sy_Uw, sy_Ub, m, fpoly)
 
     diff = weight ^ t
     for j in range(2 * t):

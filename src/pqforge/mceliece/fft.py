@@ -71,10 +71,10 @@ def fft_coefficients(f, powers, K, m, fpoly):
 
 
 @njit(cache=True)
-def fft_evaluate(consts, U, m):
+def fft_evaluate(consts, Uw, Ub, m):
     """Combine the block constants (secret) upward into f(bitrev(x)) for all x < 2^m, bitsliced
-    (m, 2^m / 64). U[d] is the public vector of u values of level d, laid out like the
-    halves it multiplies."""
+    (m, 2^m / 64). Uw[d] / Ub[d] hold the public u values of level d, laid out like the halves
+    they multiply (Uw for halves of whole words, Ub for halves inside a word)."""
     K = consts.shape[0]
     N = 1 << m
     nw = N >> 6
@@ -104,7 +104,7 @@ def fft_evaluate(consts, U, m):
                     for w in range(hw):
                         X[k, (b >> 1) + w] = E[k, b + hw + w]
             P = np.empty((m, nw >> 1), dtype=np.int64)
-            vec_mul(P, X, U[d][:, :nw >> 1], m, _TAPS[m - 12])
+            vec_mul(P, X, Uw[d], m, _TAPS[m - 12])
             for k in range(m):
                 for b in range(0, nw, 2 * hw):
                     for w in range(hw):
@@ -116,7 +116,7 @@ def fft_evaluate(consts, U, m):
             for k in range(m):
                 for w in range(nw):
                     tmp[k, w] = (E[k, w] >> half) & low
-            vec_mul(tmp, tmp, U[d], m, _TAPS[m - 12])
+            vec_mul(tmp, tmp, Ub[d], m, _TAPS[m - 12])
             for k in range(m):
                 for w in range(nw):
                     e = E[k, w] ^ tmp[k, w]
@@ -134,12 +134,13 @@ _TAPS = (np.array([3, 0], dtype=np.int64), np.array([4, 3, 1, 0], dtype=np.int64
 
 @lru_cache(maxsize=None)
 def fft_constants(m: int, K: int, fpoly: int):
-    """(powers, U) for degree below K over GF(2^m): public, computed once."""
+    """(powers, Uw, Ub) for degree below K over GF(2^m): public, computed once."""
     N = 1 << m
     D = K.bit_length() - 1
     basis = [1 << (m - 1 - i) for i in range(m)]
     powers = np.zeros((D, K), dtype=np.int64)
-    U = np.zeros((D, m, N >> 6), dtype=np.int64)
+    Uw = np.zeros((D, m, N >> 7), dtype=np.int64)
+    Ub = np.zeros((D, m, N >> 6), dtype=np.int64)
     size = K
     for d in range(D):
         b = basis[-1]
@@ -155,15 +156,17 @@ def fft_constants(m: int, K: int, fpoly: int):
             u[1 << i:2 << i] = u[:1 << i] ^ g
         if half >= 64:
             vals = np.tile(u, (N // 2) // half)                  # one copy per block
-            U[d, :, :N >> 7] = vec_from_scalars(vals, m, N >> 7)
+            Uw[d] = vec_from_scalars(vals, m, N >> 7)
         else:
             vals = np.zeros(N, dtype=np.int64)
             for start in range(0, N, 2 * half):
                 vals[start:start + half] = u
-            U[d] = vec_from_scalars(vals, m, N >> 6)
+            Ub[d] = vec_from_scalars(vals, m, N >> 6)
         basis = [gf_mul(g, g, m, fpoly) ^ g for g in gam]
         size >>= 1
-    return powers, U
+    for a in (powers, Uw, Ub):
+        a.setflags(write=False)
+    return powers, Uw, Ub
 
 
 def fft_size(degree: int) -> int:
@@ -174,11 +177,11 @@ def fft_size(degree: int) -> int:
 
 
 @njit(cache=True)
-def eval_at_support(coeffs, cond, powers, U, m, fpoly, n):
+def eval_at_support(coeffs, cond, powers, Uw, Ub, m, fpoly, n):
     """Bitsliced values f(L_0) .. f(L_{n-1}) (m, ceil(n/64)) of f (secret coefficients, degree
     below powers.shape[1]) at the support given by the control bits cond (secret): all field
     elements by the FFT, then the Benes network; elements from n on are cleared."""
-    E = fft_evaluate(fft_coefficients(coeffs, powers, powers.shape[1], m, fpoly), U, m)
+    E = fft_evaluate(fft_coefficients(coeffs, powers, powers.shape[1], m, fpoly), Uw, Ub, m)
     apply_benes(E, cond, m)
     W = (n + 63) >> 6
     out = E[:, :W].copy()
@@ -190,7 +193,7 @@ def eval_at_support(coeffs, cond, powers, U, m, fpoly, n):
 
 
 @njit(cache=True)
-def fft_transposed(E, U, powers, m, fpoly):
+def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     """The transpose of fft_coefficients followed by fft_evaluate: from values v (bitsliced,
     entry x belonging to the point bitrev(x); overwritten) to the power sums
     sum_x v_x bitrev(x)^j for j < K = powers.shape[1]. Every step of the forward transform is
@@ -215,7 +218,7 @@ def fft_transposed(E, U, powers, m, fpoly):
                         E[k, b + w] = lo
                         X[k, (b >> 1) + w] = lo
             P = np.empty((m, nw >> 1), dtype=np.int64)
-            vec_mul(P, X, U[d][:, :nw >> 1], m, _TAPS[m - 12])
+            vec_mul(P, X, Uw[d], m, _TAPS[m - 12])
             for k in range(m):
                 for b in range(0, nw, 2 * hw):
                     for w in range(hw):
@@ -227,7 +230,7 @@ def fft_transposed(E, U, powers, m, fpoly):
                     e = E[k, w] ^ ((E[k, w] >> half) & low)
                     E[k, w] = e
                     tmp[k, w] = e & low
-            vec_mul(tmp, tmp, U[d], m, _TAPS[m - 12])
+            vec_mul(tmp, tmp, Ub[d], m, _TAPS[m - 12])
             for k in range(m):
                 for w in range(nw):
                     E[k, w] ^= tmp[k, w] << half
@@ -268,7 +271,7 @@ def fft_transposed(E, U, powers, m, fpoly):
 
 
 @njit(cache=True)
-def support_power_sums(v, cond, powers, U, m, fpoly):
+def support_power_sums(v, cond, powers, Uw, Ub, m, fpoly):
     """sum_i v_i L_i^j for j < powers.shape[1]: v bitsliced in support order (m, W), with L the
     support of the control bits cond. Both are secret: the values go back through the network
     to field order (bits from n on must be zero), then through the transposed FFT."""
@@ -276,4 +279,4 @@ def support_power_sums(v, cond, powers, U, m, fpoly):
     E = np.zeros((m, N >> 6), dtype=np.int64)
     E[:, :v.shape[1]] = v
     apply_benes(E, cond, m, True)
-    return fft_transposed(E, U, powers, m, fpoly)
+    return fft_transposed(E, Uw, Ub, powers, m, fpoly)
