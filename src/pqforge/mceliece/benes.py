@@ -220,29 +220,36 @@ def apply_benes(planes, cond, m, inverse=False):
     nw = N >> 6
     per_layer = N >> 7          # control words per layer
     P = planes.shape[0]
+    masks = np.empty(nw, dtype=np.int64)
     for step in range(2 * m - 1):
         layer = 2 * m - 2 - step if inverse else step
         s = layer if layer < m else 2 * m - 2 - layer
         base = layer * per_layer
         if s >= 6:
+            # swap whole words wi and wi + st (bit s - 6 of wi clear)
             st = 1 << (s - 6)
-            for wi in range(nw):
-                if wi & st:
-                    continue
-                mask = cond[base + (((wi >> (s - 5)) << (s - 6)) | (wi & (st - 1)))]
-                for k in range(P):
-                    a = planes[k, wi]
-                    b = planes[k, wi + st]
-                    d = (a ^ b) & mask
-                    planes[k, wi] = a ^ d
-                    planes[k, wi + st] = b ^ d
+            for b in range(0, nw, 2 * st):
+                for w in range(st):
+                    wi = b + w
+                    masks[wi] = cond[base + (((wi >> (s - 5)) << (s - 6)) | (wi & (st - 1)))]
+            for k in range(P):
+                for b in range(0, nw, 2 * st):
+                    for w in range(st):
+                        wi = b + w
+                        a = planes[k, wi]
+                        c = planes[k, wi + st]
+                        d = (a ^ c) & masks[wi]
+                        planes[k, wi] = a ^ d
+                        planes[k, wi + st] = c ^ d
         else:
+            # swap bits x and x + 2^s inside every word
             sh = 1 << s
             for wi in range(nw):
-                mask = _spread32(cond[base + (wi >> 1)] >> (32 * (wi & 1)), s)
-                for k in range(P):
+                masks[wi] = _spread32(cond[base + (wi >> 1)] >> (32 * (wi & 1)), s)
+            for k in range(P):
+                for wi in range(nw):
                     p = planes[k, wi]
-                    d = ((p >> sh) ^ p) & mask
+                    d = ((p >> sh) ^ p) & masks[wi]
                     planes[k, wi] = p ^ d ^ (d << sh)
 
 
