@@ -180,9 +180,12 @@ def berlekamp_massey(s, t, m, fpoly):
             srev[i] = s[N - i]
         d = gf_dot(C[:lim], srev[:lim], m, fpoly)
         upd = _nonzero_mask(d) & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
-        Cn = gf_lincomb(C, b, B, d, m, fpoly)
+        # deg C <= N and deg B <= N + 1 here (public bounds), so b C + d B fits in N + 2 terms
+        lim2 = min(N + 2, t + 1)
+        Cn = gf_lincomb(C[:lim2], b, B[:lim2], d, m, fpoly)
         for i in range(t + 1):
             B[i] = (B[i] & ~upd) | (C[i] & upd)
+        for i in range(lim2):
             C[i] = Cn[i]
         L = (L & ~upd) | ((N + 1 - L) & upd)
         b = (b & ~upd) | (d & upd)
