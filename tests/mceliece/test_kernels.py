@@ -211,6 +211,15 @@ def test_small_bit_functions(rng):
         assert spread == sum(((c >> i) & 1) << x for i, x in enumerate(positions))
     for a, b in rng.integers(0, 9000, (30, 2)):
         assert matrix._eq_mask(a, b) == matrix._eq_mask.py_func(a, b) == (-1 if a == b else 0)
+    for x in list(rng.integers(0, 1 << 40, 20)) + [0]:
+        assert gf._nonzero_mask(x) == gf._nonzero_mask.py_func(x) == (-1 if x else 0)
+    for desc in (0, -1):
+        for x, y in rng.integers(-1000, 1000, (10, 2)):
+            a1 = np.array([x, y], dtype=np.int64)
+            a2 = a1.copy()
+            benes._exchange(a1, 0, 1, desc)
+            benes._exchange.py_func(a2, 0, 1, desc)
+            assert np.array_equal(a1, a2) and list(a1) == sorted([x, y], reverse=bool(desc))
     for x in range(40):
         assert benes._bitrev_bits(x, 6) == benes._bitrev_bits.py_func(x, 6) == int(f"{x:06b}"[::-1], 2)
     out1, out2 = np.zeros(4, np.uint8), np.zeros(4, np.uint8)
