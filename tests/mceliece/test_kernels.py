@@ -302,17 +302,20 @@ def test_encapsulation_kernels_twins(rng):
     e = matrix.weight_vector(ind, p.n // 8)
     assert np.array_equal(e, matrix.weight_vector.py_func(ind, p.n // 8))
     assert sorted(np.flatnonzero(np.unpackbits(e, bitorder="little"))) == sorted(ind)
-    rows, row_bytes = 45, 30
+    # rows of 29 bytes start at every byte offset mod 8; mt = 45 leaves a 5-bit shift of e's tail
+    rows, row_bytes = 45, 29
+    k = 8 * row_bytes - 3
+    n = rows + k
     pk = rng.integers(0, 256, rows * row_bytes).astype(np.uint8)
-    ev = rng.integers(0, 256, (rows + 8 * row_bytes) // 8 + 1).astype(np.uint8)[:(rows + 240) // 8]
-    s = matrix.syndrome_from_public_key(pk, ev, rows, row_bytes)
-    assert np.array_equal(s, matrix.syndrome_from_public_key.py_func(pk, ev, rows, row_bytes))
+    pk.reshape(rows, row_bytes)[:, -1] &= (1 << (k % 8)) - 1          # zero padding bits
+    ebits = rng.integers(0, 2, n).astype(np.uint8)
+    ev = np.packbits(np.concatenate([ebits, np.zeros(-n % 8, np.uint8)]), bitorder="little")
+    words = pk[:len(pk) // 8 * 8].view(np.int64)
+    s = matrix.syndrome_from_public_key(pk, words, ev, rows, row_bytes)
+    assert np.array_equal(s, matrix.syndrome_from_public_key.py_func(pk, words, ev, rows, row_bytes))
     # H e with H = [I | T] written out bit by bit
-    ebits = np.unpackbits(ev, bitorder="little")
-    T = np.unpackbits(pk.reshape(rows, row_bytes), axis=1, bitorder="little")
-    tail = np.zeros(8 * row_bytes, dtype=np.uint8)
-    tail[:len(ebits) - rows] = ebits[rows:]
-    want = (ebits[:rows] + T @ tail) % 2
+    T = np.unpackbits(pk.reshape(rows, row_bytes), axis=1, bitorder="little")[:, :k]
+    want = (ebits[:rows].astype(int) + T.astype(int) @ ebits[rows:].astype(int)) % 2
     assert np.array_equal(np.unpackbits(s, bitorder="little")[:rows], want)
 
 

@@ -213,10 +213,13 @@ def weight_vector(ind, nbytes):
 
 
 @njit(cache=True)
-def syndrome_from_public_key(pk, e, mt, row_bytes):
-    """H e for H = [I | T] with T the packed public key (uint8 view, no copy); e (bytes) secret.
+def syndrome_from_public_key(pk, pk64, e, mt, row_bytes):
+    """H e for H = [I | T] with T the packed public key (uint8 view, no copy; pk64 = its whole
+    8-byte words as int64, also a view); e (bytes) secret.
 
-    Every row is combined with every byte of e's tail; parities come from fixed folds.
+    Every row is combined with every byte of e's tail, eight bytes at a time: e's tail is laid
+    out at each of the 8 byte offsets a row can start at, so unaligned rows need no shifting.
+    Parities come from fixed folds.
     """
     nb = e.shape[0]
     sh = mt & 7
@@ -227,12 +230,28 @@ def syndrome_from_public_key(pk, e, mt, row_bytes):
         if sh and base + j + 1 < nb:
             v |= np.int64(e[base + j + 1]) << (8 - sh)
         tail[j] = v & 0xFF
+    span = (row_bytes + 14) >> 3
+    shifted = np.zeros((8, span), dtype=np.int64)
+    for b in range(8):
+        for j in range(row_bytes):
+            pos = b + j
+            shifted[b, pos >> 3] |= tail[j] << (8 * (pos & 7))
     s = np.zeros((mt + 7) >> 3, dtype=np.uint8)
     for i in range(mt):
         off = i * row_bytes
+        w0 = off >> 3
+        b = off & 7
+        nw = (b + row_bytes + 7) >> 3
         acc = 0
-        for j in range(row_bytes):
-            acc ^= np.int64(pk[off + j]) & tail[j]
+        if w0 + nw <= pk64.shape[0]:
+            for x in range(nw):
+                acc ^= pk64[w0 + x] & shifted[b, x]
+            acc ^= acc >> 32
+            acc ^= acc >> 16
+            acc ^= acc >> 8
+        else:                                   # the last row may end in a partial word
+            for j in range(row_bytes):
+                acc ^= np.int64(pk[off + j]) & tail[j]
         acc ^= acc >> 4
         acc ^= acc >> 2
         acc ^= acc >> 1

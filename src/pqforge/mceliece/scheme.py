@@ -192,7 +192,8 @@ def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
     """(ciphertext, shared secret) for public key pk."""
     pk = check_public_key(p, pk)
     e = weight_vector(fixed_weight(p, _rng(rng)), p.n // 8)
-    C = syndrome_from_public_key(np.frombuffer(pk, dtype=np.uint8), e, p.mt, p.pk_row_bytes).tobytes()
+    words = np.frombuffer(pk, dtype=np.int64, count=len(pk) // 8)
+    C = syndrome_from_public_key(np.frombuffer(pk, dtype=np.uint8), words, e, p.mt, p.pk_row_bytes).tobytes()
     return C, shake256(b"\x01" + e.tobytes() + C, 32)
 
 
