@@ -198,18 +198,18 @@ def fixed_weight_indices(buf, n, t, m):
 
 @njit(cache=True)
 def weight_vector(ind, nbytes):
-    """The n-bit vector (bytes) with ones at the secret positions ``ind``; every byte is
+    """The n-bit vector (bytes) with ones at the secret positions ``ind``; every 64-bit word is
     built from every index with masks, so no index steers memory access.
     """
-    e = np.zeros(nbytes, dtype=np.uint8)
+    nw = (nbytes + 7) >> 3
+    words = np.zeros(nw, dtype=np.int64)
     t = ind.shape[0]
-    for i in range(nbytes):
-        acc = 0
-        for j in range(t):
-            same = _eq_mask(ind[j] >> 3, i)
-            acc |= (np.int64(1) << (ind[j] & 7)) & same
-        e[i] = acc
-    return e
+    for j in range(t):
+        bit = np.int64(1) << (ind[j] & 63)
+        hi = ind[j] >> 6
+        for w in range(nw):
+            words[w] |= bit & _eq_mask(hi, w)
+    return words.view(np.uint8)[:nbytes].copy()
 
 
 @njit(cache=True)

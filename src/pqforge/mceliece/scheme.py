@@ -10,6 +10,7 @@ decapsulation, with the byte encodings of the Round 4 submission.
 from __future__ import annotations
 
 import os
+import sys
 from functools import lru_cache
 
 import numpy as np
@@ -25,6 +26,10 @@ from .matrix import (eliminate_rows, fixed_weight_indices, move_pivot_columns, p
 from .params import Params
 
 _ALL_PIVOTS = 0xFFFFFFFF     # c for the plain sets: the first mt columns are the pivots
+
+# byte strings are viewed as little-endian 64-bit words throughout
+if sys.byteorder != "little":
+    raise ImportError("pqforge.mceliece needs a little-endian machine")
 
 
 @lru_cache(maxsize=None)
