@@ -220,6 +220,13 @@ def test_small_bit_functions(rng):
             benes._exchange(a1, 0, 1, desc)
             benes._exchange.py_func(a2, 0, 1, desc)
             assert np.array_equal(a1, a2) and list(a1) == sorted([x, y], reverse=bool(desc))
+    lo, hi = rng.integers(0, 100, 9), rng.integers(0, 100, 9)
+    for desc in (0, -1):
+        l1, h1, l2, h2 = lo.copy(), hi.copy(), lo.copy(), hi.copy()
+        benes._exchange_halves(l1, h1, desc)
+        benes._exchange_halves.py_func(l2, h2, desc)
+        assert np.array_equal(l1, l2) and np.array_equal(h1, h2)
+        assert np.array_equal(l1, np.maximum(lo, hi) if desc else np.minimum(lo, hi))
     for x in range(40):
         assert benes._bitrev_bits(x, 6) == benes._bitrev_bits.py_func(x, 6) == int(f"{x:06b}"[::-1], 2)
     out1, out2 = np.zeros(4, np.uint8), np.zeros(4, np.uint8)
