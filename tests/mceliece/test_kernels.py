@@ -227,6 +227,12 @@ def test_small_bit_functions(rng):
         benes._exchange_halves.py_func(l2, h2, desc)
         assert np.array_equal(l1, l2) and np.array_equal(h1, h2)
         assert np.array_equal(l1, np.maximum(lo, hi) if desc else np.minimum(lo, hi))
+    dst, src = rng.integers(-(1 << 62), 1 << 62, (2, 7), dtype=np.int64)
+    for mask in (0, -1):
+        d1, d2 = dst.copy(), dst.copy()
+        matrix._add_masked(d1, src, mask)
+        matrix._add_masked.py_func(d2, src, mask)
+        assert np.array_equal(d1, d2) and np.array_equal(d1, dst ^ (src & mask))
     for x in range(40):
         assert benes._bitrev_bits(x, 6) == benes._bitrev_bits.py_func(x, 6) == int(f"{x:06b}"[::-1], 2)
     out1, out2 = np.zeros(4, np.uint8), np.zeros(4, np.uint8)

@@ -49,18 +49,23 @@ def eliminate_rows(mat, r0, r1, wend):
         wi = r >> 6
         bi = r & 63
         # columns left of word wi hold only earlier pivots, already cleared in rows >= r
+        pivot = mat[r, wi:wend]
         for k in range(r + 1, rows):
-            mask = ((mat[r, wi] >> bi) & 1) - 1
-            for c in range(wi, wend):
-                mat[r, c] ^= mat[k, c] & mask
-        if ((mat[r, wi] >> bi) & 1) == 0:
+            _add_masked(pivot, mat[k, wi:wend], ((pivot[0] >> bi) & 1) - 1)
+        if ((pivot[0] >> bi) & 1) == 0:
             return 0
         for k in range(rows):
             if k != r:
-                mask = -((mat[k, wi] >> bi) & 1)
-                for c in range(wi, wend):
-                    mat[k, c] ^= mat[r, c] & mask
+                row = mat[k, wi:wend]
+                _add_masked(row, pivot, -((row[0] >> bi) & 1))
     return 1
+
+
+@njit(cache=True, inline="always")
+def _add_masked(dst, src, mask):
+    # dst ^= src & mask on two distinct rows (disjoint views, so the loop vectorises)
+    for c in range(dst.shape[0]):
+        dst[c] ^= src[c] & mask
 
 
 @njit(cache=True)
