@@ -233,6 +233,12 @@ def test_small_bit_functions(rng):
         matrix._add_masked(d1, src, mask)
         matrix._add_masked.py_func(d2, src, mask)
         assert np.array_equal(d1, d2) and np.array_equal(d1, dst ^ (src & mask))
+    x0, y0, mk = rng.integers(-(1 << 62), 1 << 62, (3, 5), dtype=np.int64)
+    x1, y1, x2, y2 = x0.copy(), y0.copy(), x0.copy(), y0.copy()
+    benes._swap_masked(x1, y1, mk)
+    benes._swap_masked.py_func(x2, y2, mk)
+    assert np.array_equal(x1, x2) and np.array_equal(y1, y2)
+    assert np.array_equal(x1, (x0 & ~mk) | (y0 & mk)) and np.array_equal(y1, (y0 & ~mk) | (x0 & mk))
     for x in range(40):
         assert benes._bitrev_bits(x, 6) == benes._bitrev_bits.py_func(x, 6) == int(f"{x:06b}"[::-1], 2)
     out1, out2 = np.zeros(4, np.uint8), np.zeros(4, np.uint8)
