@@ -240,3 +240,47 @@ def test_bitslice_round_trip():
         out = np.zeros(m, np.uint8)
         mk.unbitslice_into(w[2], m, out)
         assert np.array_equal(out, el[2])
+
+
+def test_quadratic_pairs_and_public_evaluation():
+    m, size, k, tail = 64, 7, 3, (8, 0, 2, 8)
+    el, Pp = packed_upper(size, m)
+    S = elements(k, size)
+    outs = []
+    for fn in (mk.quadratic_pairs, pure(mk.quadratic_pairs)):
+        U = np.zeros((k, k, 4), np.uint64)
+        fn(S, Pp, U)
+        outs.append(U)
+    assert np.array_equal(outs[0], outs[1])
+    got = unbitslice(outs[0], m)
+    for e in range(m):
+        assert np.array_equal(got[:, :, e], ref_matmul(ref_matmul(S, el[:, :, e]), S.T))
+    ys = []
+    for fn in (mk.evaluate_public, pure(mk.evaluate_public)):
+        y = np.zeros(m, np.uint8)
+        fn(S, Pp, np.array(tail, np.int64), y)
+        ys.append(y)
+    y_ref, _ = ref_whip(got, np.zeros((k, 0, m), np.uint8), m, tail)
+    assert np.array_equal(ys[0], ys[1]) and np.array_equal(ys[0], y_ref)
+
+
+def test_sign_attempt_solves_the_whipped_system():
+    m, v, o, k, tail = 64, 8, 17, 4, (8, 0, 2, 8)      # MAYO-2's m, o, k and f; a short v
+    _, P1 = packed_upper(v, m)
+    Lel = elements(v, o, m)
+    L = bitslice(Lel, 1)
+    V, r, t = elements(k, v), elements(k * o), elements(m)
+    f = np.array(tail, np.int64)
+    x_c, x_p = np.zeros(k * o, np.uint8), np.zeros(k * o, np.uint8)
+    ok_c = mk.sign_attempt(V, r, P1, L, t, f, x_c)
+    ok_p = pure(mk.sign_attempt)(V, r, P1, L, t, f, x_p)
+    assert ok_c and ok_p and np.array_equal(x_c, x_p)   # a random 64 x 68 system has full rank
+    # the same system built independently: A x must equal t - y(V)
+    U = np.zeros((k, k, 4), np.uint64)
+    mk.quadratic_pairs(V, P1, U)
+    M = np.zeros((k, o, m), np.uint8)
+    for i in range(k):
+        for c in range(o):
+            M[i, c] = np.bitwise_xor.reduce(MUL[V[i][:, None], Lel[:, c, :]], axis=0)
+    y_ref, A_ref = ref_whip(unbitslice(U, m), M, m, tail)
+    assert np.array_equal(ref_matmul(A_ref, x_c[:, None])[:, 0], t ^ y_ref)

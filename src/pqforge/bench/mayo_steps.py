@@ -48,7 +48,8 @@ def steps(p: MayoParams) -> dict:
     Vt = np.ascontiguousarray(V.T)
     M = np.zeros((k, o, W), np.uint64)
     kernels.mul_transposed(Vt, esk.L, False, M)
-    U = scheme._quadratic_pairs(p, V, esk.P1)
+    U = np.zeros((k, k, W), np.uint64)
+    kernels.quadratic_pairs(V, esk.P1, U)
     f_tail = np.array(p.f_tail, np.int64)
     A = np.zeros((m, k * o), np.uint8)
     y = np.zeros(m, np.uint8)
@@ -65,11 +66,11 @@ def steps(p: MayoParams) -> dict:
         "expand sk (whole)": _cpu_us(lambda: scheme.expand_sk(p, csk)),
         "expand pk (whole)": _cpu_us(lambda: scheme.expand_pk(p, cpk)),
         "sign: v^T L": _cpu_us(lambda: kernels.mul_transposed(Vt, esk.L, False, np.zeros((k, o, W), np.uint64))),
-        "sign: v^T P1 v": _cpu_us(lambda: scheme._quadratic_pairs(p, V, esk.P1)),
+        "sign: v^T P1 v": _cpu_us(lambda: kernels.quadratic_pairs(V, esk.P1, np.zeros((k, k, W), np.uint64))),
         "sign: whip": _cpu_us(lambda: kernels.whip(U, M, m, f_tail, y.copy(), np.zeros((m, k * o), np.uint8))),
         "sign: sample solution": _cpu_us(lambda: kernels.sample_solution(A, y, r, x)),
         "sign (whole, expanded)": _cpu_us(lambda: scheme.sign(p, esk, b"m", os.urandom)),
-        "verify: s^T P s": _cpu_us(lambda: scheme._quadratic_pairs(p, s, epk.P)),
+        "verify: s^T P s": _cpu_us(lambda: kernels.quadratic_pairs(s, epk.P, np.zeros((k, k, W), np.uint64))),
         "verify (whole, expanded)": _cpu_us(lambda: scheme.verify(p, epk, b"m", sig)),
         "SHAKE256 (one call)": _cpu_us(lambda: shake256(vr, k * p.v_bytes + p.r_bytes)),
     }

@@ -414,3 +414,52 @@ def assemble_signature(V, O, x, n, s):
             s[i * n + a] = acc
         for c in range(o):
             s[i * n + v + c] = x[i * o + c]
+
+
+# -- the per-instance cores of signing and verification (shared by single and batched calls) ----
+
+@nb.njit(**_JIT)
+def quadratic_pairs(X, P, U):
+    """U[i, j] = x_i^T P x_j (m-vectors) for the rows x_i of X (k, size) and a packed
+    upper-triangular P. Secret: X and P when signing (vinegar vectors, P1); masks only."""
+    k, size = X.shape
+    W = P.shape[1]
+    Xt = np.ascontiguousarray(X.T)
+    XP = np.zeros((k, size, W), np.uint64)
+    mul_transposed_packed(Xt, P, XP)                         # x_i^T P
+    Ut = np.zeros((k, k, W), np.uint64)
+    mul_transposed(Xt, np.ascontiguousarray(XP.transpose(1, 0, 2)), False, Ut)
+    for i in range(k):
+        for j in range(k):
+            U[i, j] = Ut[j, i]
+
+
+@nb.njit(**_JIT)
+def sign_attempt(V, r, P1, L, t, f_tail, x):
+    """One attempt of the signing loop for vinegar vectors V (k, v) and randomness r (ko):
+    M_i = v_i^T L, U = [v_i^T P1 v_j], the whipped system A x = t - sum z^ell u, then
+    SampleSolution. Writes x and returns the (public) rank bit. Secret: all inputs and x."""
+    k = V.shape[0]
+    o = L.shape[1]
+    W = L.shape[2]
+    m = t.shape[0]
+    M = np.zeros((k, o, W), np.uint64)
+    mul_transposed(np.ascontiguousarray(V.T), L, False, M)
+    U = np.zeros((k, k, W), np.uint64)
+    quadratic_pairs(V, P1, U)
+    y = t.copy()
+    A = np.zeros((m, k * o), np.uint8)
+    whip(U, M, m, f_tail, y, A)
+    return sample_solution(A, y, r, x)
+
+
+@nb.njit(**_JIT)
+def evaluate_public(S, P, f_tail, y):
+    """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S.
+    Public data only (verification)."""
+    k = S.shape[0]
+    W = P.shape[1]
+    m = y.shape[0]
+    U = np.zeros((k, k, W), np.uint64)
+    quadratic_pairs(S, P, U)
+    whip(U, np.zeros((k, 0, W), np.uint64), m, f_tail, y, np.zeros((m, 0), np.uint8))

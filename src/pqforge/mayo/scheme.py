@@ -168,17 +168,6 @@ def _target(params: MayoParams, digest: bytes, salt: bytes) -> np.ndarray:
     return decode_nibbles(shake256(digest + salt, params.m_bytes), params.m).copy()
 
 
-def _quadratic_pairs(params: MayoParams, X: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """U[i, j] = x_i^T P x_j (m-vectors) for the rows x_i of X and a packed upper-triangular P."""
-    k = X.shape[0]
-    Xt = np.ascontiguousarray(X.T)
-    XP = np.zeros((k, X.shape[1], params.words), np.uint64)
-    kernels.mul_transposed_packed(Xt, P, XP)                          # x_i^T P
-    Ut = np.zeros((k, k, params.words), np.uint64)
-    kernels.mul_transposed(Xt, np.ascontiguousarray(XP.transpose(1, 0, 2)), False, Ut)
-    return Ut.transpose(1, 0, 2)
-
-
 def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     """The signature encode(s) || salt of ``msg`` (the specification's MAYO.Sign)."""
     k, o, v, m = params.k, params.o, params.v, params.m
@@ -193,13 +182,8 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
         nibbles = decode_nibbles(vr, 2 * len(vr))
         V = nibbles[:2 * k * vb].reshape(k, 2 * vb)[:, :v]         # v_i = Decode_vec(n - o, V[i vb : (i+1) vb])
         r = nibbles[2 * k * vb:2 * k * vb + k * o]                # r = Decode_vec(ko, V[k vb : ...])
-        M = np.zeros((k, o, params.words), np.uint64)
-        kernels.mul_transposed(np.ascontiguousarray(V.T), esk.L, False, M)   # M_i = v_i^T L
-        U = _quadratic_pairs(params, V, esk.P1)                   # U[i, j] = v_i^T P1 v_j
-        y = t.copy()
-        A = np.zeros((m, k * o), np.uint8)
-        kernels.whip(U, M, m, f_tail, y, A)                       # y = t - sum z^ell u, A = sum z^ell [M]
-        if kernels.sample_solution(A, y, r, x):
+        # M_i = v_i^T L, U[i, j] = v_i^T P1 v_j, A and y = t - sum z^ell u whipped, A x = y solved
+        if kernels.sign_attempt(np.ascontiguousarray(V), r, esk.P1, esk.L, t, f_tail, x):
             break
     else:  # probability far below 2^-256
         raise RuntimeError("MAYO signing found no full-rank system in 256 attempts")
@@ -214,8 +198,6 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
     salt = sig[params.sig_bytes - params.salt_bytes:]
     s = decode_nibbles(sig, k * params.n).reshape(k, params.n).copy()
     t = _target(params, shake256(msg, params.digest_bytes), salt)
-    U = _quadratic_pairs(params, s, epk.P)                         # U[i, j] = s_i^T P s_j
     y = np.zeros(m, np.uint8)
-    kernels.whip(U, np.zeros((k, 0, params.words), np.uint64), m, np.array(params.f_tail, np.int64), y,
-                 np.zeros((m, 0), np.uint8))
+    kernels.evaluate_public(s, epk.P, np.array(params.f_tail, np.int64), y)   # P*(s)
     return bool(np.array_equal(y, t))

@@ -1,0 +1,65 @@
+"""Classic McEliece (Round 4 submission, byte-compatible with the NIST KATs).
+
+    from pqforge.mceliece import McEliece348864
+    sk = McEliece348864.generate_private_key()
+    ct, ss = sk.public_key().encapsulate()
+    assert sk.decapsulate(ct) == ss
+
+The functional layer ``keypair`` / ``encapsulate`` / ``decapsulate`` takes the parameter set
+(an algorithm object, a name or a Params) first, like the NIST API.
+"""
+
+from __future__ import annotations
+
+from ..errors import UnknownAlgorithm
+from . import scheme
+from .keys import McElieceAlgorithm, McEliecePrivateKey, McEliecePublicKey
+from .params import PARAMS, Params
+
+ALGORITHMS = {name: McElieceAlgorithm(p) for name, p in PARAMS.items()}
+
+McEliece348864 = ALGORITHMS["Classic-McEliece-348864"]
+McEliece348864f = ALGORITHMS["Classic-McEliece-348864f"]
+McEliece460896 = ALGORITHMS["Classic-McEliece-460896"]
+McEliece460896f = ALGORITHMS["Classic-McEliece-460896f"]
+McEliece6688128 = ALGORITHMS["Classic-McEliece-6688128"]
+McEliece6688128f = ALGORITHMS["Classic-McEliece-6688128f"]
+McEliece6960119 = ALGORITHMS["Classic-McEliece-6960119"]
+McEliece6960119f = ALGORITHMS["Classic-McEliece-6960119f"]
+McEliece8192128 = ALGORITHMS["Classic-McEliece-8192128"]
+McEliece8192128f = ALGORITHMS["Classic-McEliece-8192128f"]
+
+
+def get(name: str) -> McElieceAlgorithm:
+    """The parameter set called ``name`` (e.g. "Classic-McEliece-348864", case-insensitive)."""
+    for key, alg in ALGORITHMS.items():
+        if key.lower() == str(name).lower():
+            return alg
+    raise UnknownAlgorithm(f"unknown Classic McEliece parameter set {name!r}; expected one of: {', '.join(ALGORITHMS)}")
+
+
+def _params(params) -> Params:
+    if isinstance(params, Params):
+        return params
+    if isinstance(params, McElieceAlgorithm):
+        return params.params
+    return get(params).params
+
+
+def keypair(params, rng=None) -> tuple[bytes, bytes]:
+    """(pk, sk) bytes for a parameter set."""
+    return scheme.keypair(_params(params), rng)
+
+
+def encapsulate(params, pk, rng=None) -> tuple[bytes, bytes]:
+    """(ct, ss) for public key bytes pk."""
+    return scheme.encapsulate(_params(params), pk, rng)
+
+
+def decapsulate(params, sk, ct) -> bytes:
+    """ss for private key bytes sk and ciphertext ct (implicit rejection on a bad ciphertext)."""
+    return scheme.decapsulate(_params(params), sk, ct)
+
+
+__all__ = ["ALGORITHMS", "get", "keypair", "encapsulate", "decapsulate", "Params", "McElieceAlgorithm",
+           "McEliecePrivateKey", "McEliecePublicKey"] + [n for n in list(globals()) if n.startswith("McEliece") and n[8:9].isdigit()]

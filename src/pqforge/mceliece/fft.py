@@ -1,0 +1,282 @@
+"""Additive FFT: a polynomial of degree below K (a power of two) evaluated at all 2^m field
+elements at once, then routed to the support order by the Benes network.
+
+Points are indexed by the basis z^(m-1), ..., z, 1 (index bit i selects z^(m-1-i)), so entry x
+holds f(bitrev(x)), exactly the sequence the Benes network turns into the support. One level of
+the recursion, for basis (b_0 .. b_{d-1}) with last element b:
+
+    g(x) = f(b x) = g0(x^2 + x) + x g1(x^2 + x)          (Taylor expansion at x^2 + x)
+    g0, g1 evaluated on the basis c_i = (b_i/b)^2 + b_i/b  (i < d - 1)
+    f(b u) = E0 + u E1,  f(b (u + 1)) = f(b u) + E1       (u = sum of the chosen b_i / b)
+
+After log2 K levels the polynomials are constants. Basis, powers and the u vectors are public
+constants of (m, K); coefficients and evaluations are secret and only meet masks and XORs.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from numba import njit
+
+from .benes import apply_benes
+from .gf import _parity64, gf_inv, gf_mul, gf_reduce_all, vec_from_scalars, vec_mul
+
+
+@njit(cache=True)
+def _mul_elementwise(x, y, m, fpoly):
+    # [x_i * y_i]: x secret, y public powers; masked shifts, one reduction pass
+    out = np.zeros(x.shape[0], dtype=np.int64)
+    for b in range(m):
+        for c in range(x.shape[0]):
+            out[c] ^= (x[c] << b) & -((y[c] >> b) & 1)
+    gf_reduce_all(out, m, fpoly)
+    return out
+
+
+@njit(cache=True)
+def fft_coefficients(f, powers, K, m, fpoly):
+    """The constants left after log2 K levels of scaling and Taylor expansion of f (secret):
+    entry p is the polynomial whose evaluations fill block p of the output. powers[d] holds the
+    public scaling powers b_d^i of level d, tiled over the blocks. XORs at public positions only.
+    """
+    c = np.zeros(K, dtype=np.int64)
+    c[:f.shape[0]] = f
+    nxt = np.empty(K, dtype=np.int64)
+    size = K
+    d = 0
+    while size > 1:
+        c = _mul_elementwise(c, powers[d], m, fpoly)
+        # Taylor expansion at x^2 + x of every block of length size, in place: dividing by
+        # (x^2 + x)^(s/4) = x^(s/2) + x^(s/4) at every scale s = size, size/2, ..., 4
+        s = size
+        while s >= 4:
+            h = s >> 1
+            q = s >> 2
+            for lo in range(0, K, s):
+                for i in range(lo + s - 1, lo + h - 1, -1):
+                    c[i - q] ^= c[i]
+            s >>= 1
+        # even coefficients form g0 (child 2p), odd ones g1 (child 2p + 1)
+        half = size >> 1
+        for lo in range(0, K, size):
+            for i in range(half):
+                nxt[lo + i] = c[lo + 2 * i]
+                nxt[lo + half + i] = c[lo + 2 * i + 1]
+        c, nxt = nxt, c
+        size = half
+        d += 1
+    return c
+
+
+@njit(cache=True)
+def fft_evaluate(consts, Uw, Ub, m):
+    """Combine the block constants (secret) upward into f(bitrev(x)) for all x < 2^m, bitsliced
+    (m, 2^m / 64). Uw[d] / Ub[d] hold the public u values of level d, laid out like the halves
+    they multiply (Uw for halves of whole words, Ub for halves inside a word)."""
+    K = consts.shape[0]
+    N = 1 << m
+    nw = N >> 6
+    D = 0
+    while (1 << D) < K:
+        D += 1
+    E = np.zeros((m, nw), dtype=np.int64)
+    block = N >> D                       # points per bottom block
+    for p in range(K):
+        for k in range(m):
+            bit = -((consts[p] >> k) & 1)
+            start = p * block
+            if block >= 64:
+                for w in range(start >> 6, (start + block) >> 6):
+                    E[k, w] = bit
+            else:
+                run = ((np.int64(1) << block) - 1) << (start & 63)
+                E[k, start >> 6] |= run & bit
+    tmp = np.empty((m, nw), dtype=np.int64)
+    for d in range(D - 1, -1, -1):
+        half = N >> (d + 1)
+        if half >= 64:
+            hw = half >> 6
+            X = np.empty((m, nw >> 1), dtype=np.int64)
+            for k in range(m):
+                for b in range(0, nw, 2 * hw):
+                    for w in range(hw):
+                        X[k, (b >> 1) + w] = E[k, b + hw + w]
+            P = np.empty((m, nw >> 1), dtype=np.int64)
+            vec_mul(P, X, Uw[d], m, _TAPS[m - 12])
+            for k in range(m):
+                for b in range(0, nw, 2 * hw):
+                    for w in range(hw):
+                        lo = E[k, b + w] ^ P[k, (b >> 1) + w]
+                        E[k, b + w] = lo
+                        E[k, b + hw + w] ^= lo
+        else:
+            low = _LOW_MASKS[half]
+            for k in range(m):
+                for w in range(nw):
+                    tmp[k, w] = (E[k, w] >> half) & low
+            vec_mul(tmp, tmp, Ub[d], m, _TAPS[m - 12])
+            for k in range(m):
+                for w in range(nw):
+                    e = E[k, w] ^ tmp[k, w]
+                    E[k, w] = e ^ ((e & low) << half)
+    return E
+
+
+# positions whose bit log2(half) is clear, for half = 1 .. 32
+_LOW_MASKS = np.zeros(64, dtype=np.int64)
+for _h, _mask in ((1, 0x5555555555555555), (2, 0x3333333333333333), (4, 0x0F0F0F0F0F0F0F0F),
+                  (8, 0x00FF00FF00FF00FF), (16, 0x0000FFFF0000FFFF), (32, 0x00000000FFFFFFFF)):
+    _LOW_MASKS[_h] = _mask
+_TAPS = (np.array([3, 0], dtype=np.int64), np.array([4, 3, 1, 0], dtype=np.int64))
+
+
+@lru_cache(maxsize=None)
+def fft_constants(m: int, K: int, fpoly: int):
+    """(powers, Uw, Ub) for degree below K over GF(2^m): public, computed once."""
+    N = 1 << m
+    D = K.bit_length() - 1
+    basis = [1 << (m - 1 - i) for i in range(m)]
+    powers = np.zeros((D, K), dtype=np.int64)
+    Uw = np.zeros((D, m, N >> 7), dtype=np.int64)
+    Ub = np.zeros((D, m, N >> 6), dtype=np.int64)
+    size = K
+    for d in range(D):
+        b = basis[-1]
+        pw = [1]
+        for _ in range(1, size):
+            pw.append(gf_mul(pw[-1], b, m, fpoly))
+        powers[d] = np.tile(pw, K // size)
+        binv = gf_inv(b, m, fpoly)
+        gam = [gf_mul(x, binv, m, fpoly) for x in basis[:-1]]
+        half = N >> (d + 1)
+        u = np.zeros(half, dtype=np.int64)
+        for i, g in enumerate(gam):
+            u[1 << i:2 << i] = u[:1 << i] ^ g
+        if half >= 64:
+            vals = np.tile(u, (N // 2) // half)                  # one copy per block
+            Uw[d] = vec_from_scalars(vals, m, N >> 7)
+        else:
+            vals = np.zeros(N, dtype=np.int64)
+            for start in range(0, N, 2 * half):
+                vals[start:start + half] = u
+            Ub[d] = vec_from_scalars(vals, m, N >> 6)
+        basis = [gf_mul(g, g, m, fpoly) ^ g for g in gam]
+        size >>= 1
+    for a in (powers, Uw, Ub):
+        a.setflags(write=False)
+    return powers, Uw, Ub
+
+
+def fft_size(degree: int) -> int:
+    K = 2
+    while K < degree + 1:
+        K <<= 1
+    return K
+
+
+@njit(cache=True)
+def eval_at_support(coeffs, cond, powers, Uw, Ub, m, fpoly, n):
+    """Bitsliced values f(L_0) .. f(L_{n-1}) (m, ceil(n/64)) of f (secret coefficients, degree
+    below powers.shape[1]) at the support given by the control bits cond (secret): all field
+    elements by the FFT, then the Benes network; elements from n on are cleared."""
+    E = fft_evaluate(fft_coefficients(coeffs, powers, powers.shape[1], m, fpoly), Uw, Ub, m)
+    apply_benes(E, cond, m)
+    W = (n + 63) >> 6
+    out = E[:, :W].copy()
+    if n & 63:
+        keep = (np.int64(1) << (n & 63)) - 1
+        for k in range(m):
+            out[k, W - 1] &= keep
+    return out
+
+
+@njit(cache=True)
+def fft_transposed(E, Uw, Ub, powers, m, fpoly):
+    """The transpose of fft_coefficients followed by fft_evaluate: from values v (bitsliced,
+    entry x belonging to the point bitrev(x); overwritten) to the power sums
+    sum_x v_x bitrev(x)^j for j < K = powers.shape[1]. Every step of the forward transform is
+    undone in reverse order by its transpose. v is secret; all positions are public.
+    """
+    K = powers.shape[1]
+    N = 1 << m
+    nw = N >> 6
+    D = 0
+    while (1 << D) < K:
+        D += 1
+    tmp = np.empty((m, nw), dtype=np.int64)
+    for d in range(D):
+        half = N >> (d + 1)
+        if half >= 64:
+            hw = half >> 6
+            X = np.empty((m, nw >> 1), dtype=np.int64)
+            for k in range(m):
+                for b in range(0, nw, 2 * hw):
+                    for w in range(hw):
+                        lo = E[k, b + w] ^ E[k, b + hw + w]
+                        E[k, b + w] = lo
+                        X[k, (b >> 1) + w] = lo
+            P = np.empty((m, nw >> 1), dtype=np.int64)
+            vec_mul(P, X, Uw[d], m, _TAPS[m - 12])
+            for k in range(m):
+                for b in range(0, nw, 2 * hw):
+                    for w in range(hw):
+                        E[k, b + hw + w] ^= P[k, (b >> 1) + w]
+        else:
+            low = _LOW_MASKS[half]
+            for k in range(m):
+                for w in range(nw):
+                    e = E[k, w] ^ ((E[k, w] >> half) & low)
+                    E[k, w] = e
+                    tmp[k, w] = e & low
+            vec_mul(tmp, tmp, Ub[d], m, _TAPS[m - 12])
+            for k in range(m):
+                for w in range(nw):
+                    E[k, w] ^= tmp[k, w] << half
+    # bottom blocks: each constant is the sum of its block
+    block = N >> D
+    c = np.zeros(K, dtype=np.int64)
+    for p in range(K):
+        start = p * block
+        v = 0
+        for k in range(m):
+            if block >= 64:
+                acc = 0
+                for w in range(start >> 6, (start + block) >> 6):
+                    acc ^= E[k, w]
+            else:
+                acc = (E[k, start >> 6] >> (start & 63)) & ((np.int64(1) << block) - 1)
+            v |= _parity64(acc) << k
+        c[p] = v
+    nxt = np.empty(K, dtype=np.int64)
+    for d in range(D - 1, -1, -1):
+        size = K >> d
+        half = size >> 1
+        for lo in range(0, K, size):
+            for i in range(half):
+                nxt[lo + 2 * i] = c[lo + i]
+                nxt[lo + 2 * i + 1] = c[lo + half + i]
+        c, nxt = nxt, c
+        s = 4
+        while s <= size:
+            h = s >> 1
+            q = s >> 2
+            for lo in range(0, K, s):
+                for i in range(lo + h, lo + s):
+                    c[i] ^= c[i - q]
+            s <<= 1
+        c = _mul_elementwise(c, powers[d], m, fpoly)
+    return c
+
+
+@njit(cache=True)
+def support_power_sums(v, cond, powers, Uw, Ub, m, fpoly):
+    """sum_i v_i L_i^j for j < powers.shape[1]: v bitsliced in support order (m, W), with L the
+    support of the control bits cond. Both are secret: the values go back through the network
+    to field order (bits from n on must be zero), then through the transposed FFT."""
+    N = 1 << m
+    E = np.zeros((m, N >> 6), dtype=np.int64)
+    E[:, :v.shape[1]] = v
+    apply_benes(E, cond, m, True)
+    return fft_transposed(E, Uw, Ub, powers, m, fpoly)

@@ -1,0 +1,388 @@
+"""Arithmetic in GF(2^m) (m = 12, 13), scalar and bitsliced, and in GF(2^m)[y]/F(y).
+
+Scalar elements are ints below 2^m. A bitsliced vector of field elements is an int64 array
+of shape (m, W): plane k holds bit k of 64 elements per word (element j at bit j % 64 of
+word j // 64), so one pass over the planes works on 64 elements at once.
+
+No kernel here branches on, loops over or indexes memory by a value; the bit-serial
+multiplier uses multiplications by 0/1 and the selects use masks. Which inputs are secret
+is stated per kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def gf_mul(a, b, m, fpoly):
+    """a * b in GF(2^m) modulo the field polynomial ``fpoly`` (bits, with z^m). a, b may be secret."""
+    r = 0
+    for i in range(m):
+        r ^= (a << i) * ((b >> i) & 1)
+    for i in range(2 * m - 2, m - 1, -1):
+        r ^= (fpoly << (i - m)) * ((r >> i) & 1)
+    return r
+
+
+@njit(cache=True)
+def gf_inv(a, m, fpoly):
+    """a^(2^m - 2): the inverse of a (0 maps to 0). a may be secret; the chain is fixed."""
+    x = a
+    for _ in range(m - 2):
+        x = gf_mul(gf_mul(x, x, m, fpoly), a, m, fpoly)
+    return gf_mul(x, x, m, fpoly)
+
+
+@njit(cache=True)
+def _nonzero_mask(x):
+    # -1 if x != 0 else 0, for 0 <= x < 2^62, without a branch
+    return ~((x - 1) >> 63)
+
+
+@njit(cache=True)
+def gf_reduce_all(x, m, fpoly):
+    """Reduce every unreduced carry-less product in x (below 2^(2m-1)) modulo fpoly, in place.
+
+    Elementwise masked XORs, so the loops vectorise across x; values may be secret.
+    """
+    for i in range(2 * m - 2, m - 1, -1):
+        red = fpoly << (i - m)
+        for c in range(x.shape[0]):
+            x[c] ^= red & -((x[c] >> i) & 1)
+
+
+@njit(cache=True)
+def gf_scale(src, a, m, fpoly):
+    """[a * x for x in src]: one secret scalar times a vector of (secret) field elements."""
+    out = np.zeros(src.shape[0], dtype=np.int64)
+    for b in range(m):
+        mask = -((a >> b) & 1)
+        for c in range(src.shape[0]):
+            out[c] ^= (src[c] << b) & mask
+    gf_reduce_all(out, m, fpoly)
+    return out
+
+
+@njit(cache=True)
+def gf_dot(x, y, m, fpoly):
+    """sum_i x[i] * y[i] over GF(2^m) (equal lengths; values may be secret): carry-less products
+    summed first, one reduction at the end."""
+    acc = np.zeros(x.shape[0], dtype=np.int64)
+    for b in range(m):
+        for c in range(x.shape[0]):
+            acc[c] ^= (x[c] << b) & -((y[c] >> b) & 1)
+    total = 0
+    for c in range(x.shape[0]):
+        total ^= acc[c]
+    for i in range(2 * m - 2, m - 1, -1):
+        total ^= (fpoly << (i - m)) & -((total >> i) & 1)
+    return total
+
+
+@njit(cache=True)
+def poly_mulmod(a, b, m, fpoly, taps, const_z):
+    """a * b in GF(2^m)[y]/F(y), F(y) = y^t + sum_{tap} y^tap (the y^0 term times z when const_z).
+
+    Inputs: length-t coefficient arrays (secret during key generation). Carry-less products are
+    accumulated per coefficient and reduced once; the work depends on t and m only.
+    """
+    t = a.shape[0]
+    shifted = np.empty((m, t), dtype=np.int64)
+    for k in range(m):
+        for j in range(t):
+            shifted[k, j] = b[j] << k
+    prod = np.zeros(2 * t - 1, dtype=np.int64)
+    for i in range(t):
+        for k in range(m):
+            mask = -((a[i] >> k) & 1)
+            for j in range(t):
+                prod[i + j] ^= shifted[k, j] & mask
+    gf_reduce_all(prod, m, fpoly)
+    for i in range(2 * t - 2, t - 1, -1):
+        for tap in taps:
+            if tap == 0 and const_z:
+                prod[i - t] ^= gf_mul(prod[i], 2, m, fpoly)
+            else:
+                prod[i - t + tap] ^= prod[i]
+    return prod[:t].copy()
+
+
+@njit(cache=True)
+def genpoly(f, m, fpoly, taps, const_z):
+    """The minimal polynomial of f in GF(2^m)[y]/F(y): (1, g_0..g_{t-1}) with g monic of degree t,
+    or (0, zeros) when its degree is below t (key generation then retries).
+
+    f is secret. Solves sum_{c<t} g_c f^c = f^t by elimination with masked row additions; the
+    only branch is the public-by-design rejection of a singular system.
+    """
+    t = f.shape[0]
+    # A[k, c] = coefficient k of f^c, for c = 0..t
+    A = np.zeros((t, t + 1), dtype=np.int64)
+    p = np.zeros(t, dtype=np.int64)
+    p[0] = 1
+    for c in range(t + 1):
+        for k in range(t):
+            A[k, c] = p[k]
+        if c < t:
+            p = poly_mulmod(p, f, m, fpoly, taps, const_z)
+    for j in range(t):
+        for k in range(j + 1, t):
+            mask = ~_nonzero_mask(A[j, j])
+            for c in range(j, t + 1):
+                A[j, c] ^= A[k, c] & mask
+        if A[j, j] == 0:
+            return 0, np.zeros(t, dtype=np.int64)
+        A[j, j:] = gf_scale(A[j, j:], gf_inv(A[j, j], m, fpoly), m, fpoly)
+        for k in range(t):
+            if k != j:
+                A[k, j:] ^= gf_scale(A[j, j:], A[k, j], m, fpoly)
+    g = np.empty(t, dtype=np.int64)
+    for k in range(t):
+        g[k] = A[k, t]
+    return 1, g
+
+
+@njit(cache=True)
+def gf_lincomb(x, a, y, b, m, fpoly):
+    """[a * x_i + b * y_i]: two scalars times two vectors (all may be secret), one reduction."""
+    out = np.zeros(x.shape[0], dtype=np.int64)
+    for k in range(m):
+        ma = -((a >> k) & 1)
+        mb = -((b >> k) & 1)
+        for c in range(x.shape[0]):
+            out[c] ^= ((x[c] << k) & ma) ^ ((y[c] << k) & mb)
+    gf_reduce_all(out, m, fpoly)
+    return out
+
+
+@njit(cache=True)
+def berlekamp_massey(s, t, m, fpoly):
+    """An error locator from the 2t syndromes s (secret), reversed: out[i] = C[t - i], so the
+    roots of out are the support elements at error positions.
+
+    Inversion-free form: C <- b C - d x B, so C is the usual connection polynomial times a
+    nonzero constant, which leaves its roots alone. Constant time: fixed loop bounds (N, t are
+    public), every update is a masked select.
+    """
+    C = np.zeros(t + 1, dtype=np.int64)
+    B = np.zeros(t + 1, dtype=np.int64)
+    srev = np.zeros(t + 1, dtype=np.int64)
+    C[0] = 1
+    B[1] = 1
+    L = 0
+    b = 1
+    for N in range(2 * t):
+        # d = sum_{i <= min(N, t)} C[i] s[N - i]; srev holds those s values in C's order
+        lim = min(N, t) + 1                  # public
+        for i in range(lim):
+            srev[i] = s[N - i]
+        d = gf_dot(C[:lim], srev[:lim], m, fpoly)
+        upd = _nonzero_mask(d) & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
+        # deg C <= N and deg B <= N + 1 here (public bounds), so b C + d B fits in N + 2 terms
+        lim2 = min(N + 2, t + 1)
+        Cn = gf_lincomb(C[:lim2], b, B[:lim2], d, m, fpoly)
+        for i in range(t + 1):
+            B[i] = (B[i] & ~upd) | (C[i] & upd)
+        for i in range(lim2):
+            C[i] = Cn[i]
+        L = (L & ~upd) | ((N + 1 - L) & upd)
+        b = (b & ~upd) | (d & upd)
+        for i in range(t, 0, -1):
+            B[i] = B[i - 1]
+        B[0] = 0
+    out = np.empty(t + 1, dtype=np.int64)
+    for i in range(t + 1):
+        out[i] = C[t - i]
+    return out
+
+
+# --- bitsliced vectors ---------------------------------------------------------------------
+
+@njit(cache=True)
+def vec_mul(out, a, b, m, taps):
+    """out = a * b elementwise for bitsliced vectors (m, W); out may alias a or b.
+
+    Schoolbook product of the planes then reduction by z^m = sum z^tap. Inputs may be secret.
+    """
+    W = a.shape[1]
+    prod = np.zeros((2 * m - 1, W), dtype=np.int64)
+    for i in range(m):
+        for j in range(m):
+            for w in range(W):
+                prod[i + j, w] ^= a[i, w] & b[j, w]
+    for i in range(2 * m - 2, m - 1, -1):
+        for tap in taps:
+            for w in range(W):
+                prod[i - m + tap, w] ^= prod[i, w]
+    for i in range(m):
+        for w in range(W):
+            out[i, w] = prod[i, w]
+
+
+@njit(cache=True)
+def vec_times_z_table(L, m, taps):
+    """T[l] = L * z^l for l < m (bitsliced; L secret): multiplying by L is then a sum of the T[l]
+    selected by the bits of the other factor, with no reduction left to do."""
+    W = L.shape[1]
+    T = np.empty((m, m, W), dtype=np.int64)
+    T[0] = L
+    for l in range(1, m):
+        # times z: planes move up one, the top plane folds back through z^m = sum z^tap
+        for k in range(m - 1, 0, -1):
+            for w in range(W):
+                T[l, k, w] = T[l - 1, k - 1, w]
+        for w in range(W):
+            T[l, 0, w] = 0
+        for tap in taps:
+            for w in range(W):
+                T[l, tap, w] ^= T[l - 1, m - 1, w]
+    return T
+
+
+@njit(cache=True)
+def vec_mul_table(out, x, T):
+    """out = x * L for T = vec_times_z_table(L); out must not alias x. Inputs may be secret.
+
+    Four source planes per pass over an output plane, to save loads and stores.
+    """
+    m, W = x.shape
+    for k in range(m):
+        for w in range(W):
+            out[k, w] = x[0, w] & T[0, k, w]
+    l = 1
+    while l + 3 < m:
+        for k in range(m):
+            for w in range(W):
+                out[k, w] ^= ((x[l, w] & T[l, k, w]) ^ (x[l + 1, w] & T[l + 1, k, w])
+                              ^ (x[l + 2, w] & T[l + 2, k, w]) ^ (x[l + 3, w] & T[l + 3, k, w]))
+        l += 4
+    while l < m:
+        for k in range(m):
+            for w in range(W):
+                out[k, w] ^= x[l, w] & T[l, k, w]
+        l += 1
+
+
+@njit(cache=True)
+def vec_add_scalar(a, c, m):
+    """a += c for a scalar c in every element (c may be secret: mask per plane)."""
+    W = a.shape[1]
+    for k in range(m):
+        mask = -((c >> k) & 1)
+        for w in range(W):
+            a[k, w] ^= mask
+
+
+@njit(cache=True)
+def vec_eval(coeffs, L, m, taps):
+    """Bitsliced values of the polynomial sum coeffs[i] x^i at every element of L (Horner).
+
+    coeffs and L are secret in decapsulation; the degree is public.
+    """
+    return vec_eval_table(coeffs, vec_times_z_table(L, m, taps), m)
+
+
+@njit(cache=True)
+def vec_eval_table(coeffs, T, m):
+    """vec_eval with the table of L (see vec_times_z_table) already built; coeffs and T secret."""
+    W = T.shape[2]
+    acc = np.zeros((m, W), dtype=np.int64)
+    tmp = np.empty((m, W), dtype=np.int64)
+    deg = coeffs.shape[0] - 1
+    vec_add_scalar(acc, coeffs[deg], m)
+    for i in range(deg - 1, -1, -1):
+        vec_mul_table(tmp, acc, T)
+        acc, tmp = tmp, acc
+        vec_add_scalar(acc, coeffs[i], m)
+    return acc
+
+
+@njit(cache=True)
+def vec_square(out, a, m, taps):
+    """out = a^2 elementwise (a secret; out may alias a). Squaring is GF(2)-linear: bit k moves
+    to z^(2k), reduced by z^m = sum z^tap, so it costs shifts of whole planes only."""
+    W = a.shape[1]
+    prod = np.zeros((2 * m - 1, W), dtype=np.int64)
+    for k in range(m):
+        for w in range(W):
+            prod[2 * k, w] = a[k, w]
+    for i in range(2 * m - 2, m - 1, -1):
+        for tap in taps:
+            for w in range(W):
+                prod[i - m + tap, w] ^= prod[i, w]
+    for k in range(m):
+        for w in range(W):
+            out[k, w] = prod[k, w]
+
+
+@njit(cache=True)
+def vec_inv(a, m, taps):
+    """Elementwise a^(2^m - 2) of a bitsliced vector (secret), by a fixed addition chain on the
+    exponents 2^j - 1 (Itoh-Tsujii): a^(2^(i+j) - 1) = (a^(2^i - 1))^(2^j) a^(2^j - 1)."""
+    W = a.shape[1]
+    # chain of j with known a^(2^j - 1), ending at m - 1
+    chain = np.array([1, 2, 3, 6, 12]) if m == 13 else np.array([1, 2, 3, 5, 10, 11])
+    known = np.empty((chain.shape[0], m, W), dtype=np.int64)
+    known[0] = a
+    x = np.empty((m, W), dtype=np.int64)
+    for c in range(1, chain.shape[0]):
+        j = chain[c]
+        # split j = i + jj with i = chain[c - 1] and jj an earlier chain element
+        i = chain[c - 1]
+        jj = j - i
+        src = 0
+        for e in range(c):
+            if chain[e] == jj:
+                src = e
+        x[:] = known[c - 1]
+        for _ in range(jj):
+            vec_square(x, x, m, taps)
+        vec_mul(known[c], x, known[src], m, taps)
+    out = known[chain.shape[0] - 1].copy()
+    vec_square(out, out, m, taps)
+    return out
+
+
+@njit(cache=True)
+def _parity64(x):
+    # parity of a 64-bit word by fixed folds (x may be secret)
+    x ^= x >> 32
+    x ^= x >> 16
+    x ^= x >> 8
+    x ^= x >> 4
+    x ^= x >> 2
+    x ^= x >> 1
+    return x & 1
+
+
+@njit(cache=True)
+def vec_from_scalars(vals, m, W):
+    """Bitslice a list of field elements (secret values, public length) into (m, W) planes."""
+    out = np.zeros((m, W), dtype=np.int64)
+    for i in range(vals.shape[0]):
+        for k in range(m):
+            out[k, i >> 6] |= ((vals[i] >> k) & 1) << (i & 63)
+    return out
+
+
+@njit(cache=True)
+def vec_to_scalars(planes, count):
+    """Inverse of vec_from_scalars for the first ``count`` elements (values may be secret)."""
+    m = planes.shape[0]
+    out = np.zeros(count, dtype=np.int64)
+    for i in range(count):
+        v = 0
+        for k in range(m):
+            v |= ((planes[k, i >> 6] >> (i & 63)) & 1) << k
+        out[i] = v
+    return out
+
+
+def field_poly(params) -> int:
+    """The field modulus as bits, z^m included."""
+    f = 1 << params.m
+    for tap in params.field_taps:
+        f |= 1 << tap
+    return f

@@ -1,0 +1,216 @@
+"""Classic McEliece at the level of the specification: key generation, encapsulation,
+decapsulation, with the byte encodings of the Round 4 submission.
+
+    private key = delta (32) | c (8) | g_0..g_{t-1} (2 bytes each) | Benes control bits | s (n/8)
+    public key  = T, row by row, of the systematic parity-check matrix [I_mt | T]
+    ciphertext  = C = H e (mt bits)
+    shared secret = SHAKE256(1 | e | C) on success, SHAKE256(0 | s | C) otherwise (32 bytes)
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import lru_cache
+
+import numpy as np
+
+from ..errors import InvalidInput, InvalidKey, require_bytes
+from ..symmetric import shake256
+from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
+from .decode import decap_preimage
+from .fft import fft_constants, fft_size
+from .gf import field_poly, genpoly, vec_from_scalars
+from .matrix import (eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key, parity_check_matrix,
+                     syndrome_from_public_key, weight_vector)
+from .params import Params
+
+_ALL_PIVOTS = 0xFFFFFFFF     # c for the plain sets: the first mt columns are the pivots
+
+# byte strings are viewed as little-endian 64-bit words throughout
+if sys.byteorder != "little":
+    raise ImportError("pqforge.mceliece needs a little-endian machine")
+
+
+@lru_cache(maxsize=None)
+def _bitrev_base(m: int) -> np.ndarray:
+    # public constant: the Benes network's input sequence for 2^m positions
+    base = bitrev_planes(m)
+    base.setflags(write=False)
+    return base
+
+
+def _rng(rng):
+    return os.urandom if rng is None else rng
+
+
+def _le16(data: bytes, count: int, mask: int) -> np.ndarray:
+    return (np.frombuffer(data, dtype="<u2", count=count).astype(np.int64)) & mask
+
+
+def _bitrev(x: np.ndarray, m: int) -> np.ndarray:
+    r = np.zeros_like(x)
+    for i in range(m):
+        r |= ((x >> i) & 1) << (m - 1 - i)
+    return r
+
+
+# -- key generation -------------------------------------------------------------------------
+
+def _irreducible(p: Params, f: np.ndarray):
+    ok, g = genpoly(f, p.m, field_poly(p), np.array(p.poly_taps, dtype=np.int64), p.poly_const_z)
+    return g if ok else None
+
+
+def _public_matrix(p: Params, g: np.ndarray, L: np.ndarray) -> np.ndarray:
+    gfull = np.append(g, 1).astype(np.int64)
+    return parity_check_matrix(gfull, L, p.t, p.m, p.n, p.field_taps_array)
+
+
+def _pack(p: Params, mat: np.ndarray) -> bytes:
+    out = np.empty(p.public_key_size, dtype=np.uint8)
+    pack_public_key(mat, p.mt, p.n, p.pk_row_bytes, out)
+    return out.tobytes()
+
+
+def _systematic(p: Params, g: np.ndarray, perm: np.ndarray):
+    """(pk, pi, c) from the Goppa polynomial and the 2^m random 32-bit words, or None."""
+    q = p.q
+    keyed = (perm.astype(np.int64) << 31) | np.arange(q, dtype=np.int64)
+    sort_network(keyed)
+    if np.any((keyed[1:] >> 31) == (keyed[:-1] >> 31)):   # repeated word: no uniform permutation
+        return None
+    pi = keyed & (q - 1)
+    L = vec_from_scalars(_bitrev(pi[:p.n], p.m), p.m, (p.n + 63) // 64)
+    mat = _public_matrix(p, g, L)
+    W = mat.shape[1]
+    if not p.semi_systematic:
+        # most matrices are rejected: decide on the pivot columns alone, then rebuild and reduce
+        if not eliminate_rows(mat, 0, p.mt, (p.mt + 63) // 64):
+            return None
+        mat = _public_matrix(p, g, L)
+        eliminate_rows(mat, 0, p.mt, W)
+        pivots = _ALL_PIVOTS
+    else:
+        if not eliminate_rows(mat, 0, p.mt - 32, W):
+            return None
+        ok, pivots = move_pivot_columns(mat, pi, p.mt)
+        if not ok or not eliminate_rows(mat, p.mt - 32, p.mt, W):
+            return None
+        pivots &= (1 << 64) - 1
+    return _pack(p, mat), pi, pivots
+
+
+def keypair(p: Params, rng=None) -> tuple[bytes, bytes]:
+    """(public key, private key) bytes. Draws the 32-byte seed delta from rng; retries with the
+    next seed from SHAKE256 whenever g or the matrix is rejected, as specified."""
+    delta = require_bytes(_rng(rng)(32), "random seed", 32)
+    q, n8, t = p.q, p.n // 8, p.t
+    while True:
+        E = shake256(b"\x40" + delta, n8 + 4 * q + 2 * t + 32)
+        s, perm_bytes = E[:n8], E[n8:n8 + 4 * q]
+        f = _le16(E[n8 + 4 * q:n8 + 4 * q + 2 * t], t, q - 1)
+        this_delta, delta = delta, E[-32:]
+        g = _irreducible(p, f)
+        if g is None:
+            continue
+        made = _systematic(p, g, np.frombuffer(perm_bytes, dtype="<u4"))
+        if made is None:
+            continue
+        pk, pi, pivots = made
+        cond = control_bits(pi, p.m).tobytes()
+        g_bytes = g.astype("<u2").tobytes()
+        sk = this_delta + pivots.to_bytes(8, "little") + g_bytes + cond + s
+        return pk, sk
+
+
+# -- encodings ------------------------------------------------------------------------------
+
+def check_public_key(p: Params, pk) -> bytes:
+    try:
+        pk = require_bytes(pk, f"{p.name} public key", p.public_key_size)
+    except InvalidInput as exc:
+        raise InvalidKey(str(exc)) from None
+    if p.k % 8:
+        last = np.frombuffer(pk, dtype=np.uint8).reshape(p.mt, p.pk_row_bytes)[:, -1]
+        if np.any(last >> (p.k % 8)):
+            raise InvalidKey(f"{p.name} public key has nonzero padding bits")
+    return pk
+
+
+def check_private_key(p: Params, sk) -> bytes:
+    try:
+        sk = require_bytes(sk, f"{p.name} private key", p.private_key_size)
+    except InvalidInput as exc:
+        raise InvalidKey(str(exc)) from None
+    pivots = int.from_bytes(sk[32:40], "little")
+    if (pivots != _ALL_PIVOTS) if not p.semi_systematic else (bin(pivots).count("1") != 32):
+        raise InvalidKey(f"{p.name} private key has an invalid pivot field")
+    coeffs = np.frombuffer(sk, dtype="<u2", count=p.t, offset=40)
+    if np.any(coeffs >> p.m):
+        raise InvalidKey(f"{p.name} private key has an invalid Goppa polynomial encoding")
+    return sk
+
+
+def check_ciphertext(p: Params, ct) -> bytes:
+    ct = require_bytes(ct, f"{p.name} ciphertext", p.ciphertext_size)
+    if p.mt % 8 and ct[-1] >> (p.mt % 8):
+        raise InvalidInput(f"{p.name} ciphertext has nonzero padding bits")
+    return ct
+
+
+def _sk_parts(p: Params, sk: bytes):
+    g = _le16(sk[40:40 + 2 * p.t], p.t, p.q - 1)
+    off = 40 + p.irr_bytes
+    cond = np.frombuffer(sk[off:off + p.cond_bytes], dtype=np.uint8).copy().view(np.int64)
+    s = np.frombuffer(sk, dtype=np.uint8, count=p.n // 8, offset=off + p.cond_bytes)
+    return g, cond, s
+
+
+def public_key_from_private(p: Params, sk: bytes) -> bytes:
+    """Recompute T from g and the support the control bits encode (the moved pivots of the
+    'f' sets are already in the support order)."""
+    sk = check_private_key(p, sk)
+    g, cond, _ = _sk_parts(p, sk)
+    L = support_from_control_bits(cond, p.m, p.n, _bitrev_base(p.m))
+    mat = _public_matrix(p, g, L)
+    if not eliminate_rows(mat, 0, p.mt, mat.shape[1]):
+        raise InvalidKey(f"{p.name} private key does not define a systematic code")
+    return _pack(p, mat)
+
+
+# -- encapsulation --------------------------------------------------------------------------
+
+def fixed_weight(p: Params, rng) -> np.ndarray:
+    """t distinct positions below n, sampled as the submission does: 2-byte words masked to m
+    bits; when n < 2^m draw 2t words and keep the first t below n; retry on a shortfall or a
+    repeat."""
+    draw = 2 * (p.t if p.n == p.q else 2 * p.t)
+    while True:
+        buf = np.frombuffer(require_bytes(rng(draw), "random bytes", draw), dtype=np.uint8)
+        ok, ind = fixed_weight_indices(buf, p.n, p.t, p.m)
+        if ok:
+            return ind
+
+
+def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
+    """(ciphertext, shared secret) for public key pk."""
+    pk = check_public_key(p, pk)
+    e = weight_vector(fixed_weight(p, _rng(rng)), p.n // 8)
+    words = np.frombuffer(pk, dtype=np.int64, count=len(pk) // 8)
+    C = syndrome_from_public_key(np.frombuffer(pk, dtype=np.uint8), words, e, p.mt, p.pk_row_bytes).tobytes()
+    return C, shake256(b"\x01" + e.tobytes() + C, 32)
+
+
+# -- decapsulation --------------------------------------------------------------------------
+
+def decapsulate(p: Params, sk, ct) -> bytes:
+    """Shared secret for ciphertext ct; a ciphertext that does not decode gives SHAKE256(0 | s | C)."""
+    sk = check_private_key(p, sk)
+    ct = check_ciphertext(p, ct)
+    g, cond, s = _sk_parts(p, sk)
+    fpoly = field_poly(p)
+    pre = decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, p.m, p.n, p.t, fpoly,
+                         p.field_taps_array, *fft_constants(p.m, fft_size(p.t), fpoly),
+                         *fft_constants(p.m, fft_size(2 * p.t - 1), fpoly))
+    return shake256(pre.tobytes(), 32)
