@@ -163,7 +163,25 @@ def _mayo_kernel_targets():
     def assemble(p, rng, fixed):
         return (_el(rng, p.k, p.v), _el(rng, p.v, p.o), _el(rng, p.k * p.o), p.n, np.zeros(p.k * p.n, np.uint8))
 
+    def pairs(p, rng, fixed):              # U[i, j] = v_i^T P1 v_j: V and P1 secret in signing
+        return (_el(rng, p.k, p.v), packed(rng, p, p.v), np.zeros((p.k, p.k, p.words), np.uint64))
+
+    def attempt(p, rng, fixed):            # one signing attempt: everything secret
+        ko = p.k * p.o
+        return (_el(rng, p.k, p.v), _el(rng, ko), packed(rng, p, p.v), _mvecs(rng, p, p.v, p.o), _el(rng, p.m),
+                np.array(p.f_tail, np.int64), np.zeros(ko, np.uint8))
+
+    def evaluate(p, rng, fixed):           # verification's P*(s): public
+        return (_el(rng, p.k, p.n), packed(rng, p, p.n), np.array(p.f_tail, np.int64), np.zeros(p.m, np.uint8))
+
     return _existing([
+        Target("mayo-sign-attempt", "one whole signing attempt in compiled code: products, whipping, "
+               "solution sampling (all inputs secret)", _k(mk, "sign_attempt"), attempt,
+               secret_args=("V", "r", "P1", "L", "t"), **algs),
+        Target("mayo-quadratic-pairs", "U[i, j] = v_i^T P1 v_j, P1 packed (V and P1 secret)",
+               _k(mk, "quadratic_pairs"), pairs, secret_args=("X", "P"), **algs),
+        Target("mayo-evaluate-public", "P*(s) of verification in compiled code: public data only (timing "
+               "only)", _k(mk, "evaluate_public"), evaluate, **algs),
         Target("mayo-mul-transposed-O", "O^T P2 as in key generation (oil matrix O secret)",
                _k(mk, "mul_transposed"), mt_keygen, secret_args=("B",), **algs),
         Target("mayo-mul-transposed-L", "v_i^T L as in signing (V and L secret)", _k(mk, "mul_transposed"),
