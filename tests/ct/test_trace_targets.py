@@ -58,3 +58,11 @@ def test_solution_sampling_at_real_size():
     result = trace.check_target(registry.get("mayo-sample-solution"), "MAYO-2", pairs=1, indices=False)
     assert result.ok and result.events[0] > 200000, result.summary()
 
+
+
+@pytest.mark.parametrize("name", ["mceliece-decap-preimage-key", "mceliece-decap-preimage-validity"])
+def test_mceliece_decapsulation_core_flow(name):
+    # real size (the smallest set); flow only here, `pqforge ct trace --strict` adds the indices
+    pytest.importorskip("pqforge.mceliece")
+    result = trace.check_target(registry.get(name), pairs=1, indices=False)
+    assert result.ok and result.events[0] > 100000, result.summary()

@@ -344,7 +344,40 @@ def _mceliece_targets():
         sk, cts = pool[0] if fixed else pool[1 + int(rng.integers(len(pool) - 1))]
         return (p, _fresh(sk), _fresh(cts[int(_SHARED.integers(len(cts)))][0]))
 
-    return [
+    def preimage_args(p, ct, sk):
+        from ..mceliece import scheme as ms
+        g, cond, sv = ms._sk_parts(p, sk)
+        fpoly = ms.field_poly(p)
+        return (np.frombuffer(ct, dtype=np.uint8).copy(), g.copy(), cond.copy(), sv.copy(), p.m, p.n, p.t,
+                fpoly, p.field_taps_array, *ms.fft_constants(p.m, ms.fft_size(p.t), fpoly),
+                *ms.fft_constants(p.m, ms.fft_size(2 * p.t - 1), fpoly))
+
+    def preimage_key(p, rng, fixed):
+        pool = _mce_pool(p)
+        sk, cts = pool[0] if fixed else pool[1 + int(rng.integers(len(pool) - 1))]
+        return preimage_args(p, cts[int(_SHARED.integers(len(cts)))][0], sk)
+
+    def preimage_validity(p, rng, fixed):
+        return preimage_args(p, *validity(p, rng, fixed)[:0:-1])
+
+    def preimage_validity_pair(p, rng):
+        # the same key, a valid and a malformed ciphertext: whether decoding succeeds depends on
+        # the secret key, so it must not steer the flow either
+        return preimage_validity(p, rng, False), preimage_validity(p, rng, True)
+
+    from ..mceliece import decode
+    preimage = getattr(decode, "decap_preimage", None)
+    kernels = [] if preimage is None else [
+        Target("mceliece-decap-preimage-key", "decapsulation's compiled core (decoding, implicit rejection): "
+               "one fixed private key vs three others, valid ciphertexts (g, cond, s secret)", preimage,
+               preimage_key, secret_args=("g", "cond", "s"), **{**algs, "kind": "kernel"}),
+        Target("mceliece-decap-preimage-validity", "decapsulation's compiled core under one key: a valid "
+               "ciphertext with one syndrome bit flipped vs a valid one (g, cond, s secret; the trace check "
+               "compares a valid with a malformed ciphertext)", preimage, preimage_validity,
+               secret_args=("g", "cond", "s"), classes=("malformed", "valid"),
+               trace_inputs=preimage_validity_pair, **{**algs, "kind": "kernel"}),
+    ]
+    return kernels + [
         Target("mceliece-decap-validity", "whole decapsulation under one key: a valid ciphertext with one "
                "syndrome bit flipped (implicit rejection) vs a valid ciphertext", mceliece.decapsulate,
                validity, secret_args=("sk",), classes=("malformed", "valid"), **algs),
