@@ -313,8 +313,12 @@ def _verify_one_key_cpu(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, 
     _run_chunks(work, len(index), threads)
 
 
-def verify_many_one_key(p: MayoParams, epk_source, messages, signatures, backend=None, threads=None) -> np.ndarray:
-    """Verdicts for one public key; ``epk_source()`` returns its ExpandedPublicKey (called at most once)."""
+def verify_many_one_key(p: MayoParams, epk_source, messages, signatures, backend=None, threads=None,
+                        cpk: bytes | None = None) -> np.ndarray:
+    """Verdicts for one public key; ``epk_source()`` returns its ExpandedPublicKey (called at most once).
+
+    ``cpk``, the compact key, lets the GPU backend expand the key on the device.
+    """
     messages = [_loose_bytes(m, f"message {i}") for i, m in enumerate(_as_list(messages, "messages"))]
     sigs = [_loose_bytes(s, f"signature {i}") for i, s in enumerate(_as_list(signatures, "signatures"))]
     size = _same_length(messages=messages, signatures=sigs)
@@ -322,9 +326,9 @@ def verify_many_one_key(p: MayoParams, epk_source, messages, signatures, backend
     good = np.array([i for i, s in enumerate(sigs) if len(s) == p.sig_bytes], np.int64)
     if len(good) == 0:
         return out
-    if choose_backend(backend, size) == "cuda":
+    if choose_backend(backend, size) == "cuda" and cpk is not None:
         from ..gpu import batch as gpu_batch
-        return gpu_batch.verify_same_key(p, epk_source, messages, sigs, out, good)
+        return gpu_batch.verify_same_key(p, cpk, messages, sigs, out, good)
     _verify_one_key_cpu(p, epk_source(), messages, sigs, out, good, threads)
     return out
 
@@ -355,7 +359,9 @@ def verify_many(params, pks, messages, signatures, backend=None, threads=None) -
         return out
     if choose_backend(backend, size) == "cuda":
         from ..gpu import batch as gpu_batch
-        return gpu_batch.verify_distinct_keys(p, groups, messages, sigs, out)
+        compact = {key: g for key, g in groups.items() if len(key) == p.cpk_bytes}
+        gpu_batch.verify_distinct_keys(p, compact, messages, sigs, out)
+        groups = {key: g for key, g in groups.items() if len(key) != p.cpk_bytes}  # expanded keys: CPU
     _verify_groups_cpu(p, groups, messages, sigs, out, threads)
     return out
 

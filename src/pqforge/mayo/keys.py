@@ -60,7 +60,7 @@ class MayoPublicKey:
         """
         from . import batch
         return batch.verify_many_one_key(self.algorithm.params, self.expanded, messages, signatures,
-                                         backend=backend, threads=threads)
+                                         backend=backend, threads=threads, cpk=self._cpk)
 
 
 class MayoPrivateKey:
