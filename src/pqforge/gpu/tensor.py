@@ -150,16 +150,28 @@ class PreparedSecretKey:
 
 # -- whole batches (host hashing as in the CPU backend; the products as GEMMs) -------------------
 
-def verify_batch(p, prepared: PreparedPublicKey, messages, sigs) -> np.ndarray:
-    """Verdicts for well-formed signatures under one prepared key."""
+def verify_batch(p, prepared: PreparedPublicKey, messages, sigs, chunk: int = 256) -> np.ndarray:
+    """Verdicts for well-formed signatures under one prepared key, ``chunk`` signatures per GEMM."""
     from ..mayo import batch
-    S = batch.signature_vectors(p, sigs)
-    T = batch.targets(p, messages, [s[p.sig_bytes - p.salt_bytes:] for s in sigs])
-    ok = prepared.verify(S, T)
-    return np.asarray(ok.get() if hasattr(ok, "get") else ok, bool)
+    out = np.zeros(len(sigs), bool)
+    for lo in range(0, len(sigs), chunk):
+        part = sigs[lo:lo + chunk]
+        S = batch.signature_vectors(p, part)
+        T = batch.targets(p, messages[lo:lo + chunk], [s[p.sig_bytes - p.salt_bytes:] for s in part])
+        ok = prepared.verify(S, T)
+        out[lo:lo + len(part)] = np.asarray(ok.get() if hasattr(ok, "get") else ok, bool)
+    return out
 
 
-def sign_batch(p, esk, prepared: PreparedSecretKey, messages, randomness) -> list[bytes]:
+def sign_batch(p, esk, prepared: PreparedSecretKey, messages, randomness, chunk: int = 256) -> list[bytes]:
+    """Signatures in chunks of ``chunk`` messages (see ``sign_chunk``)."""
+    out = []
+    for lo in range(0, len(messages), chunk):
+        out += sign_chunk(p, esk, prepared, messages[lo:lo + chunk], randomness[lo:lo + chunk])
+    return out
+
+
+def sign_chunk(p, esk, prepared: PreparedSecretKey, messages, randomness) -> list[bytes]:
     """Signatures with the salt randomness given per message: the same bytes as ``scheme.sign``.
 
     The products run as GEMMs; the combination, the constant-time solve and the assembly run in
