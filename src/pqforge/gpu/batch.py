@@ -109,3 +109,99 @@ def verify_distinct_keys(p, groups, messages, sigs, out) -> np.ndarray:
             raise _oom(len(out)) from exc
         raise
     return out
+
+
+# -- key generation and signing ------------------------------------------------------------------
+
+def prepare_secret_keys(p, seeds: list[bytes]) -> dict:
+    """Device arrays of the expanded secret keys (O, P1, P2, L, seed_pk) of the compact keys ``seeds``."""
+    from .sign import kernels_for as sign_kernels
+    seed_expand, expand_secret, _, _ = sign_kernels(p)
+    K = len(seeds)
+    seeds_d = cuda.to_device(np.frombuffer(b"".join(seeds), np.uint8).reshape(K, p.sk_seed_bytes))
+    seed_pk = cuda.device_array((K, p.pk_seed_bytes), np.uint8)
+    O = cuda.device_array((K, p.v, p.o), np.uint8)
+    seed_expand[(K + 31) // 32, 32](seeds_d, seed_pk, O, cuda.to_device(keccak.RHO), cuda.to_device(keccak.RC))
+    ks = aes.keystreams(seed_pk, p.P1_bytes + p.P2_bytes)
+    P1 = cuda.device_array((K, p.v, p.v, p.words), np.uint64)
+    P2 = cuda.device_array((K, p.v, p.o, p.words), np.uint64)
+    L = cuda.device_array((K, p.v, p.o, p.words), np.uint64)
+    expand_secret[K, _tpb() * 4](ks, O, P1, P2, L)
+    return {"seeds": seeds_d, "seed_pk": seed_pk, "O": O, "P1": P1, "P2": P2, "L": L}
+
+
+def keygen(p, seeds: list[bytes]) -> list[bytes]:
+    """Compact public keys of the secret seeds, computed on the device (chunks of keys)."""
+    from .sign import kernels_for as sign_kernels
+    kg = sign_kernels(p)[2]
+    out = []
+    step = max(1, (1 << 30) // (8 * p.words * (p.v * p.v + 3 * p.v * p.o + p.o * p.o) + p.P1_bytes + p.P2_bytes))
+    try:
+        for lo in range(0, len(seeds), step):
+            part = seeds[lo:lo + step]
+            d = prepare_secret_keys(p, part)
+            K = len(part)
+            X = cuda.device_array((K, p.v, p.o, p.words), np.uint64)
+            P3 = cuda.device_array((K, p.o, p.o, p.words), np.uint64)
+            cpk = cuda.device_array((K, p.cpk_bytes), np.uint8)
+            kg[K, _tpb() * 4](d["seed_pk"], d["O"], d["P1"], d["P2"], X, P3, cpk)
+            out += [row.tobytes() for row in cpk.copy_to_host()]
+    except Exception as exc:
+        if _is_oom(exc):
+            raise _oom(len(seeds)) from exc
+        raise
+    return out
+
+
+def run_sign(p, keys: dict, key_of: np.ndarray, messages: list[bytes], randomness: list[bytes]) -> list[bytes]:
+    """Signatures under the prepared device keys keys[...][key_of[i]], salt randomness given per message."""
+    from .sign import kernels_for as sign_kernels
+    sign = sign_kernels(p)[3]
+    B = len(messages)
+    offsets = np.zeros(B + 1, np.int64)
+    offsets[1:] = np.cumsum([len(m) for m in messages])
+    data = np.frombuffer(b"".join(messages) + b"\0", np.uint8)
+    rand = np.frombuffer(b"".join(randomness), np.uint8).reshape(B, p.salt_bytes)
+    E = p.k * (p.k + 1) // 2
+    KO = p.k * p.o
+    VP1 = cuda.device_array((B, p.k, p.v, p.words), np.uint64)
+    Aext = cuda.device_array((B, p.m + E, KO + 1), np.uint8)
+    rows = cuda.device_array((B, p.m, 4 * ((KO + 64) // 64)), np.uint64)
+    out = cuda.device_array((B, p.sig_bytes), np.uint8)
+    status = cuda.device_array(B, np.int64)
+    sign[B, _tpb()](cuda.to_device(key_of.astype(np.int32)), keys["seeds"], keys["O"], keys["P1"], keys["L"],
+                    cuda.to_device(data), cuda.to_device(offsets), cuda.to_device(rand), VP1, Aext, rows, out,
+                    status, cuda.to_device(keccak.RHO), cuda.to_device(keccak.RC))
+    st = status.copy_to_host()
+    if (st < 0).any():   # probability far below 2^-256, as on the CPU
+        raise RuntimeError("MAYO signing found no full-rank system in 256 attempts")
+    return [row.tobytes() for row in out.copy_to_host()]
+
+
+def _sign_chunk_size(p) -> int:
+    per = 8 * p.k * p.v * p.words + (p.m + p.k * (p.k + 1) // 2) * (p.k * p.o + 1) + 8 * p.m * 4 * ((p.k * p.o + 64) // 64)
+    return max(1, (1 << 30) // per)
+
+
+def sign_groups(p, groups: list[tuple[bytes, list[int]]], messages, randomness, out) -> None:
+    """out[i] for every index i of each (compact secret key, indices) group; keys prepared once each."""
+    keys_per_launch = max(1, (1 << 30) // (8 * p.words * (p.v * p.v + 2 * p.v * p.o) + p.P1_bytes + p.P2_bytes))
+    try:
+        for lo in range(0, len(groups), keys_per_launch):
+            part = groups[lo:lo + keys_per_launch]
+            dev = prepare_secret_keys(p, [seed for seed, _ in part])
+            idx, key_of = [], []
+            for q, (_, members) in enumerate(part):
+                idx += members
+                key_of += [q] * len(members)
+            step = _sign_chunk_size(p)
+            for a in range(0, len(idx), step):
+                sl = idx[a:a + step]
+                sigs = run_sign(p, dev, np.array(key_of[a:a + step]), [messages[j] for j in sl],
+                                [randomness[j] for j in sl])
+                for j, sig in zip(sl, sigs):
+                    out[j] = sig
+    except Exception as exc:
+        if _is_oom(exc):
+            raise _oom(len(out)) from exc
+        raise
