@@ -1,7 +1,8 @@
 """Host side of the GPU backend: batching, transfers, device-memory limits, errors.
 
-Only verification runs on the device (keys expanded there once and shared); signing and key
-generation requested with ``backend="cuda"`` run on the CPU backend.
+Keys are expanded on the device once per distinct key and shared by its elements; batches are
+cut into launches that keep the per-element scratch near 1 GiB. Randomness is drawn on the host
+(in the order ``pqforge.mayo.batch`` documents) and passed in per element.
 """
 
 from __future__ import annotations

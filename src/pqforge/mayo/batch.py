@@ -19,7 +19,8 @@ Backends. ``backend="cpu"`` runs compiled kernels on a pool of threads; ``"cuda"
 device kernels of ``pqforge.gpu`` (an optional extra, ``pip install pqforge[gpu]``, imported only
 here and only when asked for); ``"auto"`` (the default, see :func:`set_default_backend`) takes
 the GPU when one is usable and the batch has at least ``AUTO_GPU_MIN_BATCH`` elements, the CPU
-otherwise. Operations the device does not implement run on the CPU.
+otherwise. On the GPU, key generation, signing and verification run from the compact keys;
+elements given with expanded-key byte strings are handled on the CPU.
 
 CPU parallelism. The compiled kernels of ``kernels.py`` are plain ``njit`` functions and hold
 the GIL while they run, so threads calling them one by one would not overlap. The loops here
@@ -431,15 +432,19 @@ def _sign_one_key_cpu(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, ra
     _run_chunks(work, len(index), threads)
 
 
-def sign_many_one_key(p: MayoParams, esk_source, messages, rng=None, backend=None,
-                      threads=None) -> list[bytes]:
+def sign_many_one_key(p: MayoParams, esk_source, messages, rng=None, backend=None, threads=None,
+                      csk: bytes | None = None) -> list[bytes]:
+    """Signatures under one secret key; ``esk_source()`` gives its expanded form (CPU), ``csk`` its seed (GPU)."""
     messages = _messages(_as_list(messages, "messages"))
     size = len(messages)
     randomness = draw_randomness(rng, size, p.salt_bytes)
     out: list = [None] * size
     if size == 0:
         return out
-    backend = choose_backend(backend, size)  # the device has no signing kernel yet: CPU either way
+    if choose_backend(backend, size) == "cuda" and csk is not None:
+        from ..gpu import batch as gpu_batch
+        gpu_batch.sign_groups(p, [(csk, list(range(size)))], messages, randomness, out)
+        return out
     _sign_one_key_cpu(p, esk_source(), messages, randomness, out, np.arange(size), threads)
     return out
 
@@ -453,12 +458,23 @@ def sign_many(params, sks, messages, rng=None, backend=None, threads=None) -> li
     keys = [_secret_key(p, sk, i) for i, sk in enumerate(sks)]
     messages = _messages(messages)
     randomness = draw_randomness(rng, size, p.salt_bytes)
-    choose_backend(backend, size)  # validates; signing runs on the CPU on every backend for now
     out: list = [None] * size
     groups: dict = {}
     for i, key in enumerate(keys):
         ident = key if isinstance(key, bytes) else id(key)
         groups.setdefault(ident, []).append((i, key))
+    if choose_backend(backend, size) == "cuda":
+        from ..gpu import batch as gpu_batch
+        device, host = [], {}
+        for ident, g in groups.items():
+            key = g[0][1]
+            seed = key if isinstance(key, bytes) else key.private_bytes_raw()
+            if len(seed) == p.csk_bytes:
+                device.append((seed, [i for i, _ in g]))
+            else:            # expanded secret keys are signed on the CPU
+                host[ident] = g
+        gpu_batch.sign_groups(p, device, messages, randomness, out)
+        groups = host
     items = list(groups.values())
     large = [g for g in items if len(g) >= 4 * cpu_threads()]
     small = [g for g in items if len(g) < 4 * cpu_threads()]
@@ -515,7 +531,9 @@ def public_key_from_seed(p: MayoParams, seed_sk: bytes) -> bytes:
 def public_keys_from_seeds(p: MayoParams, seeds, backend=None, threads=None) -> list[bytes]:
     """cpk for each secret seed (the heavy half of key generation), on the thread pool."""
     out: list = [None] * len(seeds)
-    choose_backend(backend, len(seeds))  # key generation runs on the CPU on every backend for now
+    if seeds and choose_backend(backend, len(seeds)) == "cuda":
+        from ..gpu import batch as gpu_batch
+        return gpu_batch.keygen(p, seeds)
 
     def work(lo, hi):
         for i in range(lo, hi):

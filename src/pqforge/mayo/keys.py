@@ -101,7 +101,7 @@ class MayoPrivateKey:
         """
         from . import batch
         return batch.sign_many_one_key(self.algorithm.params, self.expanded, messages, rng=rng,
-                                       backend=backend, threads=threads)
+                                       backend=backend, threads=threads, csk=self._csk)
 
 
 class MayoAlgorithm:
