@@ -177,11 +177,8 @@ def test_backend_selection(monkeypatch):
     if not batch.gpu_usable():
         assert batch.choose_backend("auto", 10 ** 6) == "cpu"
         monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
-        try:
-            from pqforge import gpu
-        except ImportError:
-            gpu = None
-        if gpu is None or not gpu.available(allow_simulator=True):
+        from pqforge import gpu
+        if not gpu.available(allow_simulator=True):
             with pytest.raises(BackendUnavailable):
                 mayo.MAYO2.generate_private_key().sign_many([b"x"], backend="cuda")
     mayo.set_default_backend("cpu")
@@ -189,3 +186,28 @@ def test_backend_selection(monkeypatch):
         assert batch.choose_backend(None, 10 ** 6) == "cpu"
     finally:
         mayo.set_default_backend("auto")
+
+
+def test_cpu_batches_need_no_gpu_packages():
+    """With numba.cuda (and CuPy) unimportable, importing pqforge and every CPU batch call still work."""
+    import subprocess
+    import sys
+    code = (
+        "import sys\n"
+        "sys.modules['numba.cuda'] = None\n"
+        "sys.modules['cupy'] = None\n"
+        "from pqforge import mayo\n"
+        "from pqforge.errors import BackendUnavailable\n"
+        "keys = mayo.MAYO2.generate_private_keys(2)\n"
+        "sigs = keys[0].sign_many([b'a', b'b'], backend='auto')\n"
+        "assert keys[0].public_key().verify_many([b'a', b'b'], sigs).all()\n"
+        "assert mayo.verify_many(mayo.MAYO2, [keys[0].public_key()] * 2, [b'a', b'b'], sigs).all()\n"
+        "try:\n"
+        "    keys[0].sign_many([b'a'], backend='cuda')\n"
+        "    raise SystemExit('cuda backend without numba.cuda did not fail')\n"
+        "except BackendUnavailable as exc:\n"
+        "    assert 'pqforge[gpu]' in str(exc)\n"
+        "assert 'numba.cuda' not in sys.modules or sys.modules['numba.cuda'] is None\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -17,6 +17,15 @@ def simulator_enabled() -> bool:
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
 
 
+def stack_installed() -> bool:
+    """True when numba-cuda can be imported (says nothing about a device)."""
+    try:
+        from numba import cuda  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def available(allow_simulator: bool = False) -> bool:
     """True when numba-cuda is installed and a CUDA device answers (or, if allowed, the simulator is on)."""
     try:

@@ -78,10 +78,7 @@ def _check_backend(backend) -> str:
 
 def gpu_usable() -> bool:
     """True when the optional GPU stack is installed and a CUDA device (not the simulator) answers."""
-    try:
-        from .. import gpu
-    except ImportError:
-        return False
+    from .. import gpu
     return gpu.available()
 
 
@@ -89,11 +86,9 @@ def choose_backend(backend, size: int) -> str:
     """The backend ("cpu" or "cuda") a call of ``size`` elements runs on."""
     backend = _check_backend(_default_backend if backend is None else backend)
     if backend == "cuda":
-        try:
-            from .. import gpu
-        except ImportError as exc:
-            raise BackendUnavailable("backend='cuda' needs the GPU extra: pip install pqforge[gpu] "
-                                     f"({exc})") from None
+        from .. import gpu
+        if not gpu.stack_installed():
+            raise BackendUnavailable("backend='cuda' needs the GPU extra (numba-cuda): pip install pqforge[gpu]")
         if not gpu.available(allow_simulator=True):
             raise BackendUnavailable("backend='cuda' requested but no CUDA device is usable; "
                                      "use backend='cpu' or 'auto'")
