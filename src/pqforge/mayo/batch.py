@@ -107,19 +107,15 @@ def cpu_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-_pool = None
-_pool_size = 0
+_pools: dict[int, ThreadPoolExecutor] = {}
 
 
 def _executor(threads: int) -> ThreadPoolExecutor:
-    global _pool, _pool_size
+    """One long-lived pool per thread count (pools are never swapped under a running call)."""
     with _lock:
-        if _pool is None or _pool_size != threads:
-            if _pool is not None:
-                _pool.shutdown(wait=False)
-            _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pqforge-mayo")
-            _pool_size = threads
-        return _pool
+        if threads not in _pools:
+            _pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"pqforge-mayo-{threads}")
+        return _pools[threads]
 
 
 def _chunks(size: int, threads: int, per_chunk: int | None = None):
