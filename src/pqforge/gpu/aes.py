@@ -24,7 +24,7 @@ _LOW_LANE_PATTERNS = np.array([0xAAAAAAAAAAAAAAAA, 0xCCCCCCCCCCCCCCCC, 0xF0F0F0F
 _RCON = np.array([0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x1B, 0x36], np.uint8)
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True)
 def _gf_mul(a, ao, b, bo, out, oo, c):
     """out[oo:oo+8] = a[ao:ao+8] * b[bo:bo+8] in bitsliced GF(2^8); c: 15 words of scratch."""
     for t in range(15):
@@ -43,7 +43,7 @@ def _gf_mul(a, ao, b, bo, out, oo, c):
         out[oo + i] = c[i]
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True)
 def _gf_sq(a, ao, out, oo):
     """out = a^2 (a linear map of the bits; out and a must not overlap)."""
     a0 = a[ao]
@@ -94,9 +94,9 @@ def sbox_byte(x, st, tmp, c):
     for b in range(8):
         st[b] = ONES * uint64((x >> b) & 1)
     sbox(st, 0, tmp, c)
-    out = 0
+    out = uint64(0)
     for b in range(8):
-        out |= (st[b] & uint64(1)) << b
+        out |= (st[b] & uint64(1)) << uint64(b)
     return out
 
 
@@ -112,7 +112,7 @@ def key_schedule_kernel(keys, rcon, round_keys):
     for i in range(16):
         round_keys[q, 0, i] = keys[q, i]
     for r in range(1, 11):
-        t0 = sbox_byte(round_keys[q, r - 1, 13], st, tmp, c) ^ rcon[r - 1]
+        t0 = sbox_byte(round_keys[q, r - 1, 13], st, tmp, c) ^ uint64(rcon[r - 1])
         t1 = sbox_byte(round_keys[q, r - 1, 14], st, tmp, c)
         t2 = sbox_byte(round_keys[q, r - 1, 15], st, tmp, c)
         t3 = sbox_byte(round_keys[q, r - 1, 12], st, tmp, c)
@@ -124,7 +124,7 @@ def key_schedule_kernel(keys, rcon, round_keys):
             round_keys[q, r, i] = round_keys[q, r - 1, i] ^ round_keys[q, r, i - 4]
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True)
 def _add_round_key(st, round_keys, q, r):
     for i in range(16):
         kb = round_keys[q, r, i]
@@ -197,9 +197,9 @@ def ctr_kernel(round_keys, patterns, nbytes, out):
         for i in range(16):
             pos = start + i
             if pos < nbytes:
-                v = 0
+                v = uint64(0)
                 for b in range(8):
-                    v |= ((st[8 * i + b] >> uint64(lane)) & uint64(1)) << b
+                    v |= ((st[8 * i + b] >> uint64(lane)) & uint64(1)) << uint64(b)
                 out[q, pos] = v
 
 

@@ -32,7 +32,7 @@ from .verify import gf16_mul, mul_add_scalar
 ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True)
 def nonzero_mask(x):
     """All-ones when x != 0, else 0 (no branch)."""
     x = uint64(x)
@@ -40,18 +40,18 @@ def nonzero_mask(x):
     return ONES * ((t + uint64(0x7FFFFFFFFFFFFFFF)) >> uint64(63))
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True)
 def eq_mask(a, b):
     return ~nonzero_mask(uint64(int64(a) ^ int64(b)))
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True)
 def gt_mask(a, b):
     """All-ones when a > b (small non-negative ints), else 0."""
     return ONES * uint64(((int64(b) - int64(a)) >> 63) & 1)
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True)
 def gf16_inv(a):
     a2 = gf16_mul(a, a)
     a4 = gf16_mul(a2, a2)
@@ -80,6 +80,8 @@ def kernels_for(p):
     SEEDBUF = PKS + OB
     HB = DIG + SALT + SKB + 1         # digest || salt || seed_sk || ctr (and digest || R || seed_sk)
     decode_entry = _decoder(p)
+    # array shapes must be compile-time constants: products computed here, not in the kernels
+    OW, KV, M1, KN1, KOW, KKW, KW = o * W, k * v, m + 1, k * n + 1, KO * W, k * k * W, k * W
 
     @cuda.jit
     def seed_expand(seeds, seed_pk, O, rho, rc):
@@ -121,7 +123,7 @@ def kernels_for(p):
                 for w in range(W):
                     P2[key, a, c, w] = words[w]
         cuda.syncthreads()
-        acc = cuda.local.array(o * W, uint64)
+        acc = cuda.local.array(OW, uint64)
         sym = cuda.local.array(W, uint64)
         for a in range(tid, v, nt):
             for w in range(o * W):
@@ -141,7 +143,7 @@ def kernels_for(p):
         key = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         nt = cuda.blockDim.x
-        acc = cuda.local.array(o * W, uint64)
+        acc = cuda.local.array(OW, uint64)
         for a in range(tid, v, nt):                 # X = P1 O + P2 (row a)
             for w in range(o * W):
                 acc[w] = uint64(0)
@@ -194,14 +196,14 @@ def kernels_for(p):
         tid = cuda.threadIdx.x
         nt = cuda.blockDim.x
         key = key_of[inst]
-        V = cuda.shared.array(k * v, uint8)
+        V = cuda.shared.array(KV, uint8)
         R = cuda.shared.array(KO, uint8)
-        T = cuda.shared.array(m + 1, uint8)
+        T = cuda.shared.array(M1, uint8)
         Y = cuda.shared.array(m, uint8)
         X = cuda.shared.array(KO, uint8)
-        S = cuda.shared.array(k * n + 1, uint8)
-        M = cuda.shared.array(KO * W, uint64)
-        U = cuda.shared.array(k * k * W, uint64)
+        S = cuda.shared.array(KN1, uint8)
+        M = cuda.shared.array(KOW, uint64)
+        U = cuda.shared.array(KKW, uint64)
         piv = cuda.shared.array(WA, uint64)
         scaled = cuda.shared.array(WA, uint64)
         hb = cuda.shared.array(HB, uint8)
@@ -240,7 +242,7 @@ def kernels_for(p):
                 for c in range(KO):
                     R[c] = (vr[k * VB + (c >> 1)] >> (4 * (c & 1))) & 15
             cuda.syncthreads()
-            acc = cuda.local.array(k * W, uint64)
+            acc = cuda.local.array(KW, uint64)
             for col in range(tid, KO, nt):          # M[i, c] = v_i^T L[:, c]
                 i = col // o
                 c = col % o
@@ -406,7 +408,7 @@ def kernels_for(p):
     return seed_expand, expand_secret, keygen, sign
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True)
 def _entry(row, col, la):
     """Element at public column col of a bitsliced row with la limbs per plane."""
     w = col >> 6
@@ -420,7 +422,7 @@ def _decoder(p):
     """The nibble -> bitsliced entry decoder of the verification kernels, for these sizes."""
     m, limbs, W, mb = p.m, p.limbs, p.words, p.m_bytes
 
-    @cuda.jit(device=True, inline=True)
+    @cuda.jit(device=True)
     def decode_entry(src, off, words):
         for w in range(W):
             words[w] = uint64(0)

@@ -26,7 +26,7 @@ from numba import cuda, int64, uint8, uint64
 from . import keccak
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True)
 def gf16_mul(a, b):
     """Product of two GF(16) elements by masks and shifts (x^4 = x + 1)."""
     a = int64(a)
@@ -37,7 +37,7 @@ def gf16_mul(a, b):
     return (p ^ (top >> 4) ^ (top >> 3)) & 0xF
 
 
-@cuda.jit(device=True, inline=True)
+@cuda.jit(device=True)
 def mul_add_scalar(acc, ao, a, s, limbs):
     """acc[ao : ao + 4 limbs] ^= s * a for a bitsliced vector a and a scalar s (masks only)."""
     ones = uint64(0xFFFFFFFFFFFFFFFF)
@@ -72,7 +72,7 @@ def kernels_for(p):
     MPE = m + E
     MM = ((m + 1) // 2) * 2
 
-    @cuda.jit(device=True, inline=True)
+    @cuda.jit(device=True)
     def decode_entry(src, off, words):
         """words[0:W] = bitsliced m-vector from the nibble string src[off : off + m_bytes].
 
