@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numpy as np
 from numba import cuda, int64, uint8, uint64
 
 from . import keccak

@@ -45,7 +45,6 @@ import numba as nb
 import numpy as np
 
 from ..errors import BackendUnavailable, InvalidInput, InvalidKey, InvalidType, PQForgeError, require_bytes
-from ..gf16 import decode_nibbles
 from ..symmetric import shake256
 from . import api, kernels, scheme
 from .params import MayoParams
