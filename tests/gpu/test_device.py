@@ -187,3 +187,25 @@ def test_device_signing_equals_single_signatures(name, reference_aes_in_sim):
     got = mayo.sign_many(alg, sks, msgs, rng=NistCtrDrbg(bytes(48)), backend="cuda")
     ref = NistCtrDrbg(bytes(48))
     assert got == [mayo.sign(alg, k, m_, rng=ref) for k, m_ in zip(sks, msgs)]
+
+
+@pytest.mark.parametrize("name", list(FILES))
+def test_tensor_path_on_the_device(name, kat_root):
+    """CuPy GEMMs (fp16, exact) against the official vectors and the single-signature API; GPU only."""
+    if SIM:
+        pytest.skip("CuPy does not run under the simulator (the numpy GEMMs are tested in test_tensor.py)")
+    pytest.importorskip("cupy")
+    from pqforge.drbg import NistCtrDrbg
+    alg = mayo.ALGORITHMS[name]
+    p = alg.params
+    es = entries(kat_root, name)[:20]
+    for e in es[:3]:
+        pk = alg.public_key_from_bytes(e["pk"])
+        sig = e["sm"][:p.sig_bytes]
+        got = pk.verify_many([e["msg"], e["msg"] + b"!"], [sig, sig], backend="cuda", path="tensor")
+        assert got.tolist() == [True, False]
+    sk = alg.private_key_from_bytes(es[0]["sk"])
+    msgs = [e["msg"] for e in es]
+    got = sk.sign_many(msgs, rng=NistCtrDrbg(bytes(48)), backend="cuda", path="tensor")
+    ref = NistCtrDrbg(bytes(48))
+    assert got == [sk.sign(m_, rng=ref) for m_ in msgs]

@@ -211,3 +211,19 @@ def test_cpu_batches_need_no_gpu_packages():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_tensor_path_through_the_api_equals_bitsliced(keyed):
+    alg, sk, pk = keyed
+    msgs = [b"t", b"u" * 40, b""]
+    r1, r2 = CountingRng(), CountingRng()
+    got = sk.sign_many(msgs, rng=r1, backend="cpu", path="tensor")
+    assert got == [sk.sign(m, rng=r2) for m in msgs] and r1.calls == r2.calls
+    sigs = got + [got[0], got[1][:-1]]
+    msgs2 = msgs + [b"other", msgs[1]]
+    want = pk.verify_many(msgs2, sigs, backend="cpu")
+    assert want.tolist() == [True, True, True, False, False]
+    assert pk.verify_many(msgs2, sigs, backend="cpu", path="tensor").tolist() == want.tolist()
+    assert pk.verify_many(msgs2, sigs, backend="cpu", path="tensor").tolist() == want.tolist()   # prepared once
+    with pytest.raises(InvalidInput):
+        pk.verify_many(msgs, got, path="gemm")

@@ -22,6 +22,11 @@ the GPU when one is usable and the batch has at least ``AUTO_GPU_MIN_BATCH`` ele
 otherwise. On the GPU, key generation, signing and verification run from the compact keys;
 elements given with expanded-key byte strings are handled on the CPU.
 
+Paths. Single-key calls (``sk.sign_many``, ``pk.verify_many``) also take ``path="tensor"``: the
+big GF(16) products as exact binary GEMMs (``pqforge.gpu.tensor``; CuPy on the GPU backend, numpy
+on the CPU one), with the key matrix prepared once per key object. Same bytes as the default
+``path="bitsliced"``.
+
 CPU parallelism. The compiled kernels of ``kernels.py`` are plain ``njit`` functions and hold
 the GIL while they run, so threads calling them one by one would not overlap. The loops here
 (``_verify_chunk``, ``_sign_chunk``) are compiled with ``nogil=True`` and call those kernels
@@ -39,6 +44,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numba as nb
@@ -50,6 +56,7 @@ from . import api, kernels, scheme
 from .params import MayoParams
 
 BACKENDS = ("auto", "cpu", "cuda")
+PATHS = ("bitsliced", "tensor")
 AUTO_GPU_MIN_BATCH = 256
 """Smallest batch that ``backend="auto"`` sends to a GPU (below it, launch and transfer dominate)."""
 
@@ -95,6 +102,38 @@ def choose_backend(backend, size: int) -> str:
     if backend == "auto" and size >= AUTO_GPU_MIN_BATCH and gpu_usable():
         return "cuda"
     return "cpu"
+
+
+# -- the tensor path (single-key calls) ----------------------------------------------------------
+
+_prepared = weakref.WeakKeyDictionary()   # key object -> {array module name: prepared key matrix}
+
+
+def _check_path(path) -> str:
+    if path not in PATHS:
+        raise InvalidInput(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+    return path
+
+
+def _array_module(backend: str):
+    """(xp, GEMM dtype) for the tensor path: CuPy with fp16 on the GPU, numpy with fp32 on the CPU."""
+    if backend == "cuda":
+        try:
+            import cupy
+        except ImportError:
+            raise BackendUnavailable("the tensor path on the GPU needs CuPy: pip install pqforge[gpu]") from None
+        return cupy, np.float16
+    return np, np.float32
+
+
+def _prepared_key(owner, backend: str, build):
+    """The key matrix of ``owner`` for this backend, built once per key object (kept while it lives)."""
+    xp, dtype = _array_module(backend)
+    with _lock:
+        slot = _prepared.setdefault(owner, {}) if owner is not None else {}
+    if xp.__name__ not in slot:
+        slot[xp.__name__] = build(xp, dtype)
+    return slot[xp.__name__]
 
 
 # -- thread pool ---------------------------------------------------------------------------------
@@ -305,11 +344,14 @@ def _verify_one_key_cpu(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, 
 
 
 def verify_many_one_key(p: MayoParams, epk_source, messages, signatures, backend=None, threads=None,
-                        cpk: bytes | None = None) -> np.ndarray:
+                        cpk: bytes | None = None, path: str = "bitsliced", owner=None) -> np.ndarray:
     """Verdicts for one public key; ``epk_source()`` returns its ExpandedPublicKey (called at most once).
 
-    ``cpk``, the compact key, lets the GPU backend expand the key on the device.
+    ``cpk``, the compact key, lets the GPU backend expand the key on the device. ``path="tensor"``
+    runs the products as GEMMs (CuPy on the GPU, numpy on the CPU) with the key matrix prepared
+    once per key object ``owner``.
     """
+    _check_path(path)
     messages = [_loose_bytes(m, f"message {i}") for i, m in enumerate(_as_list(messages, "messages"))]
     sigs = [_loose_bytes(s, f"signature {i}") for i, s in enumerate(_as_list(signatures, "signatures"))]
     size = _same_length(messages=messages, signatures=sigs)
@@ -317,7 +359,13 @@ def verify_many_one_key(p: MayoParams, epk_source, messages, signatures, backend
     good = np.array([i for i, s in enumerate(sigs) if len(s) == p.sig_bytes], np.int64)
     if len(good) == 0:
         return out
-    if choose_backend(backend, size) == "cuda" and cpk is not None:
+    backend = choose_backend(backend, size)
+    if path == "tensor":
+        from ..gpu import tensor
+        prepared = _prepared_key(owner, backend, lambda xp, dt: tensor.PreparedPublicKey(p, epk_source().P, xp, dt))
+        out[good] = tensor.verify_batch(p, prepared, [messages[j] for j in good], [sigs[j] for j in good])
+        return out
+    if backend == "cuda" and cpk is not None:
         from ..gpu import batch as gpu_batch
         return gpu_batch.verify_same_key(p, cpk, messages, sigs, out, good)
     _verify_one_key_cpu(p, epk_source(), messages, sigs, out, good, threads)
@@ -423,15 +471,25 @@ def _sign_one_key_cpu(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, ra
 
 
 def sign_many_one_key(p: MayoParams, esk_source, messages, rng=None, backend=None, threads=None,
-                      csk: bytes | None = None) -> list[bytes]:
-    """Signatures under one secret key; ``esk_source()`` gives its expanded form (CPU), ``csk`` its seed (GPU)."""
+                      csk: bytes | None = None, path: str = "bitsliced", owner=None) -> list[bytes]:
+    """Signatures under one secret key; ``esk_source()`` gives its expanded form (CPU), ``csk`` its seed (GPU).
+
+    ``path="tensor"``: the products as GEMMs (see ``verify_many_one_key``), the rest on the CPU.
+    """
+    _check_path(path)
     messages = _messages(_as_list(messages, "messages"))
     size = len(messages)
     randomness = draw_randomness(rng, size, p.salt_bytes)
     out: list = [None] * size
     if size == 0:
         return out
-    if choose_backend(backend, size) == "cuda" and csk is not None:
+    backend = choose_backend(backend, size)
+    if path == "tensor":
+        from ..gpu import tensor
+        esk = esk_source()
+        prepared = _prepared_key(owner, backend, lambda xp, dt: tensor.PreparedSecretKey(p, esk.L, esk.P1, xp, dt))
+        return tensor.sign_batch(p, esk, prepared, messages, randomness)
+    if backend == "cuda" and csk is not None:
         from ..gpu import batch as gpu_batch
         gpu_batch.sign_groups(p, [(csk, list(range(size)))], messages, randomness, out)
         return out

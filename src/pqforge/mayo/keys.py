@@ -52,15 +52,15 @@ class MayoPublicKey:
     def __repr__(self) -> str:
         return f"<MayoPublicKey {self.algorithm.name}>"
 
-    def verify_many(self, messages, signatures, backend=None, threads=None):
+    def verify_many(self, messages, signatures, backend=None, threads=None, path="bitsliced"):
         """Verdicts (numpy bool array) for many (message, signature) pairs under this key.
 
         Note the argument order: messages first (one list each). A signature of the wrong
-        length is False. See ``pqforge.mayo.batch`` for backends and threads.
+        length is False. See ``pqforge.mayo.batch`` for backends, threads and paths.
         """
         from . import batch
         return batch.verify_many_one_key(self.algorithm.params, self.expanded, messages, signatures,
-                                         backend=backend, threads=threads, cpk=self._cpk)
+                                         backend=backend, threads=threads, cpk=self._cpk, path=path, owner=self)
 
 
 class MayoPrivateKey:
@@ -94,14 +94,14 @@ class MayoPrivateKey:
     def __repr__(self) -> str:
         return f"<MayoPrivateKey {self.algorithm.name}>"
 
-    def sign_many(self, messages, rng=None, backend=None, threads=None) -> list[bytes]:
+    def sign_many(self, messages, rng=None, backend=None, threads=None, path="bitsliced") -> list[bytes]:
         """Signatures of many messages; the same bytes as ``[self.sign(m, rng) for m in messages]``.
 
         The salt randomness of every message is drawn from ``rng`` up front, in list order.
         """
         from . import batch
         return batch.sign_many_one_key(self.algorithm.params, self.expanded, messages, rng=rng,
-                                       backend=backend, threads=threads, csk=self._csk)
+                                       backend=backend, threads=threads, csk=self._csk, path=path, owner=self)
 
 
 class MayoAlgorithm:
