@@ -47,12 +47,18 @@ PY
 fi
 
 echo "== device tests ($PQFORGE_DEVICE_TESTS, $PQFORGE_GPU_KATS official vectors per set)"
-timeout 240 python -m pytest -q -p no:cacheprovider tests/gpu/test_device.py tests/gpu/test_tensor.py 2>&1 | tee "$OUT/tests.txt"
+TESTS_RC=0
+timeout 240 python -m pytest -q -p no:cacheprovider tests/gpu/test_device.py tests/gpu/test_tensor.py 2>&1 \
+  | tee "$OUT/tests.txt" || TESTS_RC=$?
 
 echo "== throughput"
 ARGS=(--json "$OUT/bench.json" --markdown "$OUT/bench.md")
 if [ "$SIMULATE" = 1 ] || [ "$QUICK" = 1 ]; then
   ARGS+=(--quick)
 fi
-timeout 210 python -m pqforge.gpu.bench "${ARGS[@]}"
+timeout 200 python -m pqforge.gpu.bench "${ARGS[@]}"
 cat "$OUT/bench.md"
+if [ "$TESTS_RC" != 0 ]; then
+  echo "device tests FAILED (exit $TESTS_RC); see $OUT/tests.txt" >&2
+fi
+exit "$TESTS_RC"
