@@ -4,12 +4,13 @@
 
 Per parameter set and batch size (1, 256, 4096, 65536): verification and signing on the device,
 bitsliced path, with one key (expanded once on the device, the expansion timed separately) and
-with a distinct key per element (expansion included), and key generation; the tensor path (CuPy GEMMs; numpy when CuPy is
-absent, labelled so) for one key, verification and signing. Times include host-device transfers
-and, for the tensor path, host hashing. A point whose estimated time (from the previous size)
-exceeds the per-point budget (6 s), and any point after the run's total budget (150 s) is spent,
-is skipped and recorded (with its estimate), so the whole run stays within a few minutes. ``--quick`` (used with the simulator): MAYO-2, batch sizes 1 and 2, every
-path exercised (no total budget to speak of).
+with a distinct key per element (expansion included), and key generation; the tensor path
+(CuPy GEMMs; numpy when CuPy is absent, labelled so) for one key, verification and signing.
+Times include host-device transfers and, for the tensor path, host hashing. A point whose
+estimated time (from the previous size) exceeds the per-point budget (6 s), and any point after
+the run's total budget (150 s) is spent, is skipped and recorded (with its estimate), so the
+whole run stays within a few minutes. ``--quick`` (used with the simulator): MAYO-2, batch sizes
+1 and 2, every path exercised (no total budget to speak of).
 """
 
 from __future__ import annotations
