@@ -37,3 +37,11 @@ def require_bytes(value, what: str, length: int | None = None) -> bytes:
     if length is not None and len(value) != length:
         raise InvalidInput(f"{what} must be {length} bytes, got {len(value)}")
     return value
+
+
+class BackendUnavailable(PQForgeError, RuntimeError):
+    """A compute backend was requested that this machine or installation cannot provide."""
+
+
+class DeviceOutOfMemory(PQForgeError, MemoryError):
+    """The GPU ran out of memory for a batch; a smaller batch (or the CPU backend) will work."""

@@ -11,6 +11,7 @@ MAYO-3 32 / 2986 / 681, MAYO-5 40 / 5554 / 964.
 
 from ..errors import UnknownAlgorithm
 from .api import expand_pk, expand_sk, keypair, open_nist, sign, sign_nist, verify
+from .batch import get_default_backend, set_default_backend, sign_many, verify_many
 from .keys import MayoAlgorithm, MayoPrivateKey, MayoPublicKey
 from .params import MAYO_1, MAYO_2, MAYO_3, MAYO_5, ROUND2, MayoParams
 
@@ -32,4 +33,5 @@ def get(name: str) -> MayoAlgorithm:
 
 __all__ = ["MAYO1", "MAYO2", "MAYO3", "MAYO5", "ALGORITHMS", "get", "keypair", "sign", "verify",
            "sign_nist", "open_nist", "expand_sk", "expand_pk", "MayoAlgorithm", "MayoPrivateKey",
-           "MayoPublicKey", "MayoParams", "MAYO_1", "MAYO_2", "MAYO_3", "MAYO_5", "ROUND2"]
+           "MayoPublicKey", "MayoParams", "sign_many", "verify_many", "set_default_backend",
+           "get_default_backend", "MAYO_1", "MAYO_2", "MAYO_3", "MAYO_5", "ROUND2"]

@@ -52,6 +52,16 @@ class MayoPublicKey:
     def __repr__(self) -> str:
         return f"<MayoPublicKey {self.algorithm.name}>"
 
+    def verify_many(self, messages, signatures, backend=None, threads=None, path="bitsliced"):
+        """Verdicts (numpy bool array) for many (message, signature) pairs under this key.
+
+        Note the argument order: messages first (one list each). A signature of the wrong
+        length is False. See ``pqforge.mayo.batch`` for backends, threads and paths.
+        """
+        from . import batch
+        return batch.verify_many_one_key(self.algorithm.params, self.expanded, messages, signatures,
+                                         backend=backend, threads=threads, cpk=self._cpk, path=path, owner=self)
+
 
 class MayoPrivateKey:
     """A MAYO private key (compact form: the ``private_key_size``-byte seed)."""
@@ -83,6 +93,15 @@ class MayoPrivateKey:
 
     def __repr__(self) -> str:
         return f"<MayoPrivateKey {self.algorithm.name}>"
+
+    def sign_many(self, messages, rng=None, backend=None, threads=None, path="bitsliced") -> list[bytes]:
+        """Signatures of many messages; the same bytes as ``[self.sign(m, rng) for m in messages]``.
+
+        The salt randomness of every message is drawn from ``rng`` up front, in list order.
+        """
+        from . import batch
+        return batch.sign_many_one_key(self.algorithm.params, self.expanded, messages, rng=rng,
+                                       backend=backend, threads=threads, csk=self._csk, path=path, owner=self)
 
 
 class MayoAlgorithm:
@@ -147,3 +166,11 @@ class MayoAlgorithm:
 
     def __repr__(self) -> str:
         return f"<MAYO {self.name}>"
+
+    def generate_private_keys(self, n: int, rng=None, backend=None, threads=None) -> list[MayoPrivateKey]:
+        """``n`` private keys (public halves computed), drawing the seeds from ``rng`` in order:
+        the same keys as ``n`` calls of ``generate_private_key(rng)``."""
+        from . import batch
+        seeds = batch.generate_seeds(self.params, n, rng)
+        cpks = batch.public_keys_from_seeds(self.params, seeds, backend=backend, threads=threads)
+        return [MayoPrivateKey(self, csk, cpk) for csk, cpk in zip(seeds, cpks)]

@@ -1,0 +1,277 @@
+"""Batch benchmark: throughput of batched MAYO on the CPU (and, when present, the GPU).
+
+    python -m pqforge.bench.batch                     # all four sets, batch 512, all cores
+    python -m pqforge.bench.batch --alg MAYO-2 --batch 2048 --json out.json
+
+Per parameter set it reports operations per second for
+  * same key, expanded key cached: sign_many and verify_many, with 1 thread and with all cores
+    (the scaling 1 -> N threads, with the process CPU time as a check of real parallelism);
+  * distinct keys: generate_private_keys, sign_many and verify_many with a different compact key
+    per element (each key expanded once inside the call);
+and per compiled kernel an operation-count model next to the measured time: the 64-bit word
+operations (AND/XOR/shift; for the element-wise kernels, scalar operations) the kernel's
+algorithm performs, divided by this machine's measured rate for such operations in a compiled
+streaming loop. "% of model" = model time / measured time: 100% would be the kernel running at the
+rate of the simplest vectorised XOR loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numba as nb
+import numpy as np
+
+from . import machine
+
+
+# -- the machine's rate for word operations ------------------------------------------------------
+
+@nb.njit(cache=True, nogil=True)
+def _masked_xor_loop(acc, row, masks, reps):
+    for _ in range(reps):
+        for t in range(masks.shape[0]):
+            mk = masks[t]
+            for q in range(row.shape[0]):
+                acc[q] ^= mk & row[q]        # 2 word operations per element
+
+
+@nb.njit(cache=True, nogil=True)
+def _scalar_op_loop(a, reps):
+    s = np.int64(0)
+    for r in range(reps):
+        for i in range(a.shape[0]):
+            x = np.int64(a[i]) ^ r
+            s += ((x << 1) ^ (x >> 3)) & 15   # 5 scalar operations per element
+    return s
+
+
+def word_op_rate(seconds: float = 0.2) -> float:
+    """64-bit word operations per second, in cache, one thread (the kernels' masked-XOR pattern)."""
+    acc = np.zeros(256, np.uint64)
+    row = np.arange(256, dtype=np.uint64)
+    masks = np.array([0, ~np.uint64(0)] * 4, np.uint64)
+    _masked_xor_loop(acc, row, masks, 1)
+    reps, best = 64, 0.0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
+        _masked_xor_loop(acc, row, masks, reps)
+        best = max(best, 2 * 256 * masks.size * reps / (time.perf_counter() - t0))
+    return best
+
+
+def scalar_op_rate(seconds: float = 0.2) -> float:
+    a = np.arange(4096, dtype=np.uint8)
+    _scalar_op_loop(a, 1)
+    reps, best = 16, 0.0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        t0 = time.perf_counter()
+        _scalar_op_loop(a, reps)
+        best = max(best, 5 * a.size * reps / (time.perf_counter() - t0))
+    return best
+
+
+# -- operation counts of the kernels' algorithms -------------------------------------------------
+
+def _mul_add(limbs):                 # one bitsliced scalar multiply-accumulate: 4 masks + 28 ops per limb
+    return 4 + 28 * limbs
+
+
+def op_counts(p) -> dict:
+    """Word (or scalar) operations of one call of each kernel, for parameter set p."""
+    n, m, o, v, k, W, limbs = p.n, p.m, p.o, p.v, p.k, p.words, p.limbs
+    E = k * (k + 1) // 2
+    combine = 4 * 8 * W + 4 * _mul_add(limbs)           # _combine_buckets: bit-sums then x-powers
+    eval_public = k * W * n * (n + 1) // 2 + n * k * combine + k * k * (n * W + combine)
+
+    def mul_transposed(J, R, C, suffix):
+        cols = C * W if not suffix else W * (C + 1) / 2
+        return 2 * 4 * J * R * cols + R * C * 4 * _mul_add(limbs)
+    sign_products = mul_transposed(v, k, o, False) + mul_transposed(v, k, v, True) + mul_transposed(v, k, k, False)
+    whip_verify = E * (m * 12 + m) + (E) * 4 * 10                         # scalar ops
+    whip_sign = whip_verify + E * o * 2 * (m * 13) + E * 4 * k * o * 10  # scalar ops
+    ko = k * o
+    Wa = 4 * ((ko + 1 + 63) // 64)
+    solve = ko * m * (2 * Wa + 2 * _mul_add(Wa // 4) // 2 + 12) + m * (ko * 12 + m * 4 * (Wa // 4) * 2)
+    return {"eval_public (verify)": ("word", eval_public), "whip (verify)": ("scalar", whip_verify),
+            "mul_transposed x3 (sign)": ("word", sign_products), "whip (sign)": ("scalar", whip_sign),
+            "sample_solution (sign)": ("word", solve)}
+
+
+def _kernel_calls(p, sk, msg):
+    """Zero-argument callables running each kernel once on real inputs (one instance)."""
+    from ..mayo import batch, kernels
+    esk = sk.expanded()
+    epk = sk.public_key().expanded()
+    sig = sk.sign(msg)
+    S = batch.signature_vectors(p, [sig])[0]
+    f_tail = np.array(p.f_tail, np.int64)
+    U = np.zeros((p.k, p.k, p.words), np.uint64)
+    kernels.eval_public(epk.P, S, U)
+    V = np.random.default_rng(0).integers(0, 16, (p.k, p.v), dtype=np.uint8)
+    Vt = np.ascontiguousarray(V.T)
+    M = np.zeros((p.k, p.o, p.words), np.uint64)
+    VP1 = np.zeros((p.k, p.v, p.words), np.uint64)
+    Ut = np.zeros((p.k, p.k, p.words), np.uint64)
+    A = np.zeros((p.m, p.k * p.o), np.uint8)
+    y = np.zeros(p.m, np.uint8)
+    r = np.zeros(p.k * p.o, np.uint8)
+    x = np.zeros(p.k * p.o, np.uint8)
+
+    def products():
+        kernels.mul_transposed(Vt, esk.L, False, M)
+        kernels.mul_transposed(Vt, esk.P1, True, VP1)
+        kernels.mul_transposed(Vt, np.ascontiguousarray(VP1.transpose(1, 0, 2)), False, Ut)
+
+    products()
+    kernels.whip(Ut, M, p.m, f_tail, y, A)
+    empty_m, empty_a = np.zeros((p.k, 0, p.words), np.uint64), np.zeros((p.m, 0), np.uint8)
+    return {
+        "eval_public (verify)": lambda: kernels.eval_public(epk.P, S, U),
+        "whip (verify)": lambda: kernels.whip(U, empty_m, p.m, f_tail, y, empty_a),
+        "mul_transposed x3 (sign)": products,
+        "whip (sign)": lambda: kernels.whip(Ut, M, p.m, f_tail, y, A),
+        "sample_solution (sign)": lambda: kernels.sample_solution(A.copy(), y, r, x),
+    }
+
+
+def _median_time(fn, min_seconds=0.2, min_runs=5) -> float:
+    fn()
+    times = []
+    start = time.perf_counter()
+    while len(times) < min_runs or time.perf_counter() - start < min_seconds:
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def _throughput(fn, count, repeats=3):
+    """(best ops/s, CPU seconds per wall second) over a few runs of fn() doing ``count`` operations."""
+    fn()
+    best, cpu_ratio = 0.0, 0.0
+    for _ in range(repeats):
+        w, c = time.perf_counter(), time.process_time()
+        fn()
+        dw, dc = time.perf_counter() - w, time.process_time() - c
+        if count / dw > best:
+            best, cpu_ratio = count / dw, dc / dw
+    return best, cpu_ratio
+
+
+# -- the benchmark -------------------------------------------------------------------------------
+
+def run(alg_names=None, batch_size=512, distinct=128, threads=None, seconds=0.2, progress=None,
+        kernels_too=True) -> dict:
+    from ..mayo import ALGORITHMS, batch
+    from ..mayo import verify_many as verify_distinct, sign_many as sign_distinct
+    threads = threads or batch.cpu_threads()
+    algs = [ALGORITHMS[a] for a in (alg_names or ALGORITHMS)]
+    rates = {"word": word_op_rate(seconds), "scalar": scalar_op_rate(seconds)}
+    out = {"machine": machine(), "threads": threads, "batch": batch_size, "distinct": distinct,
+           "word_ops_per_s": rates["word"], "scalar_ops_per_s": rates["scalar"], "sets": []}
+    for alg in algs:
+        p = alg.params
+        say = progress or (lambda s: None)
+        say(f"{alg.name}: keys and signatures")
+        sk = alg.generate_private_key()
+        pk = sk.public_key()
+        sk.expanded(), pk.expanded()
+        msgs = [os.urandom(32) for _ in range(batch_size)]
+        sigs = sk.sign_many(msgs, backend="cpu")
+        row = {"alg": alg.name, "same_key": {}, "distinct_keys": {}, "kernels": []}
+        for th in sorted({1, threads}):
+            say(f"{alg.name}: same key, {th} thread(s)")
+            v, vc = _throughput(lambda: pk.verify_many(msgs, sigs, backend="cpu", threads=th), batch_size)
+            s, sc = _throughput(lambda: sk.sign_many(msgs, backend="cpu", threads=th), batch_size, repeats=2)
+            row["same_key"][th] = {"verify_per_s": v, "verify_cpu_per_wall": vc, "sign_per_s": s, "sign_cpu_per_wall": sc}
+        say(f"{alg.name}: distinct keys")
+        keys = alg.generate_private_keys(distinct, backend="cpu")
+        d_msgs = msgs[:distinct] if distinct <= batch_size else [os.urandom(32) for _ in range(distinct)]
+        csks = [key.private_bytes_raw() for key in keys]
+        cpks = [key.public_key().public_bytes_raw() for key in keys]
+        d_sigs = sign_distinct(alg, csks, d_msgs, backend="cpu")
+        kg, _ = _throughput(lambda: alg.generate_private_keys(distinct, backend="cpu", threads=threads), distinct, 1)
+        ds, _ = _throughput(lambda: sign_distinct(alg, csks, d_msgs, backend="cpu", threads=threads), distinct, 1)
+        dv, _ = _throughput(lambda: verify_distinct(alg, cpks, d_msgs, d_sigs, backend="cpu", threads=threads),
+                            distinct, 1)
+        row["distinct_keys"] = {"keygen_per_s": kg, "sign_per_s": ds, "verify_per_s": dv}
+        if kernels_too:
+            say(f"{alg.name}: kernels")
+            counts = op_counts(p)
+            for name, fn in _kernel_calls(p, sk, msgs[0]).items():
+                kind, ops = counts[name]
+                measured = _median_time(fn, seconds)
+                model = ops / rates[kind]
+                row["kernels"].append({"kernel": name, "ops": ops, "kind": kind, "model_us": model * 1e6,
+                                       "measured_us": measured * 1e6, "pct_of_model": 100 * model / measured})
+        out["sets"].append(row)
+    return out
+
+
+def table(res: dict) -> str:
+    th = res["threads"]
+    lines = [f"{res['machine']['date']}, {res['machine']['processor']}, {res['machine']['cpus']} CPUs; "
+             f"batch {res['batch']} (same key, expanded key cached), {res['distinct']} distinct keys; "
+             f"word-op rate {res['word_ops_per_s'] / 1e9:.2f} G/s, scalar-op rate {res['scalar_ops_per_s'] / 1e9:.2f} G/s",
+             "",
+             f"| set | verify/s 1 thr | verify/s {th} thr | sign/s 1 thr | sign/s {th} thr | "
+             f"keygen/s distinct | sign/s distinct | verify/s distinct |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in res["sets"]:
+        one, many = r["same_key"][1], r["same_key"][th]
+        d = r["distinct_keys"]
+        lines.append(f"| {r['alg']} | {one['verify_per_s']:,.0f} | {many['verify_per_s']:,.0f} "
+                     f"(cpu x{many['verify_cpu_per_wall']:.2f}) | {one['sign_per_s']:,.0f} | {many['sign_per_s']:,.0f} "
+                     f"(cpu x{many['sign_cpu_per_wall']:.2f}) | {d['keygen_per_s']:,.0f} | {d['sign_per_s']:,.0f} | "
+                     f"{d['verify_per_s']:,.0f} |")
+    if any(r["kernels"] for r in res["sets"]):
+        lines += ["", "| set | kernel | ops (kind) | model µs | measured µs | % of model |", "|---|---|---:|---:|---:|---:|"]
+        for r in res["sets"]:
+            for kr in r["kernels"]:
+                lines.append(f"| {r['alg']} | {kr['kernel']} | {kr['ops']:,.0f} ({kr['kind']}) | {kr['model_us']:,.1f} | "
+                             f"{kr['measured_us']:,.1f} | {kr['pct_of_model']:.0f}% |")
+    return "\n".join(lines)
+
+
+def add_arguments(s) -> None:
+    s.add_argument("--alg", action="append", help="parameter set (repeatable; default: all four)")
+    s.add_argument("--batch", type=int, default=512, help="same-key batch size")
+    s.add_argument("--distinct", type=int, default=128, help="number of distinct keys")
+    s.add_argument("--threads", type=int, help="threads for the parallel runs (default: all cores)")
+    s.add_argument("--seconds", type=float, default=0.2, help="minimum measuring time per kernel")
+    s.add_argument("--no-kernels", action="store_true", help="skip the per-kernel model table")
+    s.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+
+
+def cmd(args) -> int:
+    res = run(args.alg, batch_size=args.batch, distinct=args.distinct, threads=args.threads, seconds=args.seconds,
+              progress=lambda s: print(f"  {s}", file=sys.stderr), kernels_too=not args.no_kernels)
+    print(table(res))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+def add_parser(sub) -> None:
+    """The ``bench-batch`` subcommand for the pqforge command line."""
+    s = sub.add_parser("bench-batch", help="throughput of batched signing and verification")
+    add_arguments(s)
+    s.set_defaults(func=cmd)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pqforge.bench.batch", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return cmd(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""Host side of the GPU backend: batching, transfers, device-memory limits, errors.
+
+Keys are expanded on the device once per distinct key and shared by its elements; batches are
+cut into launches that keep the per-element scratch near 1 GiB. Randomness is drawn on the host
+(in the order ``pqforge.mayo.batch`` documents) and passed in per element.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+from ..errors import DeviceOutOfMemory
+from . import aes, keccak
+from .verify import kernels_for
+
+THREADS_PER_BLOCK = 64
+SIMULATOR_THREADS_PER_BLOCK = 8
+
+
+def _tpb() -> int:
+    from . import simulator_enabled
+    return SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else THREADS_PER_BLOCK
+
+
+def _is_oom(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}".upper()
+    return "OUT_OF_MEMORY" in text or "OUT OF MEMORY" in text or isinstance(exc, MemoryError)
+
+
+def _oom(size: int) -> DeviceOutOfMemory:
+    return DeviceOutOfMemory(f"the GPU ran out of memory for a batch of {size}; use a smaller batch "
+                             f"or backend='cpu' (the CPU backend is unaffected)")
+
+
+def expand_public_keys(p, cpks: list[bytes]):
+    """Device array (K, n, n, W): the bitsliced P of each compact public key, built on the device."""
+    K = len(cpks)
+    raw = np.frombuffer(b"".join(cpks), np.uint8).reshape(K, p.cpk_bytes)
+    cpk_d = cuda.to_device(raw)
+    ks = aes.keystreams(np.ascontiguousarray(raw[:, :p.pk_seed_bytes]), p.P1_bytes + p.P2_bytes)
+    return assemble_from_keystream(p, ks, cpk_d)
+
+
+def assemble_from_keystream(p, ks, cpk_d):
+    assemble, _ = kernels_for(p)
+    K = cpk_d.shape[0]
+    P = cuda.device_array((K, p.n, p.n, p.words), np.uint64)
+    assemble[K, _tpb() * 4](ks, cpk_d, P)
+    return P
+
+
+def run_verify(p, P_d, key_of: np.ndarray, messages: list[bytes], sigs: list[bytes]) -> np.ndarray:
+    """Verdicts (bool) for signatures under the device keys P_d[key_of[i]]."""
+    _, verify = kernels_for(p)
+    B = len(sigs)
+    offsets = np.zeros(B + 1, np.int64)
+    offsets[1:] = np.cumsum([len(m) for m in messages])
+    data = np.frombuffer(b"".join(messages) + b"\0", np.uint8)
+    S = np.frombuffer(b"".join(sigs), np.uint8).reshape(B, p.sig_bytes)
+    PS = cuda.device_array((B, p.k, p.n, p.words), np.uint64)
+    out = cuda.device_array(B, np.uint8)
+    verify[B, _tpb()](P_d, cuda.to_device(key_of.astype(np.int32)), cuda.to_device(data), cuda.to_device(offsets),
+                      cuda.to_device(S), PS, out, cuda.to_device(keccak.RHO), cuda.to_device(keccak.RC))
+    return out.copy_to_host().astype(bool)
+
+
+def _chunk_size(p) -> int:
+    """Signatures per launch: the PS scratch (k n W words each) kept near 1 GiB."""
+    return max(1, (1 << 30) // (8 * p.k * p.n * p.words))
+
+
+def verify_same_key(p, cpk: bytes, messages, sigs, out, good) -> np.ndarray:
+    """Verdicts for the well-formed elements ``good`` under one compact key, expanded once on the device."""
+    try:
+        P_d = expand_public_keys(p, [cpk])
+        step = _chunk_size(p)
+        for lo in range(0, len(good), step):
+            idx = good[lo:lo + step]
+            out[idx] = run_verify(p, P_d, np.zeros(len(idx), np.int64), [messages[j] for j in idx],
+                                  [sigs[j] for j in idx])
+    except Exception as exc:
+        if _is_oom(exc):
+            raise _oom(len(good)) from exc
+        raise
+    return out
+
+
+def verify_distinct_keys(p, groups, messages, sigs, out) -> np.ndarray:
+    """Verdicts for elements grouped by compact key (key bytes -> [(index, key)]), keys in chunks."""
+    items = list(groups.items())
+    keys_per_launch = max(1, (1 << 31) // (8 * p.n * p.n * p.words + p.P1_bytes + p.P2_bytes))
+    try:
+        for lo in range(0, len(items), keys_per_launch):
+            part = items[lo:lo + keys_per_launch]
+            cpks = [ident for ident, _ in part]
+            P_d = expand_public_keys(p, cpks)
+            idx, key_of = [], []
+            for q, (_, members) in enumerate(part):
+                for i, _ in members:
+                    idx.append(i)
+                    key_of.append(q)
+            step = _chunk_size(p)
+            for a in range(0, len(idx), step):
+                sl = idx[a:a + step]
+                out[sl] = run_verify(p, P_d, np.array(key_of[a:a + step]), [messages[j] for j in sl],
+                                     [sigs[j] for j in sl])
+    except Exception as exc:
+        if _is_oom(exc):
+            raise _oom(len(out)) from exc
+        raise
+    return out
+
+
+# -- key generation and signing ------------------------------------------------------------------
+
+def prepare_secret_keys(p, seeds: list[bytes]) -> dict:
+    """Device arrays of the expanded secret keys (O, P1, P2, L, seed_pk) of the compact keys ``seeds``."""
+    from .sign import kernels_for as sign_kernels
+    seed_expand, expand_secret, _, _ = sign_kernels(p)
+    K = len(seeds)
+    seeds_d = cuda.to_device(np.frombuffer(b"".join(seeds), np.uint8).reshape(K, p.sk_seed_bytes))
+    seed_pk = cuda.device_array((K, p.pk_seed_bytes), np.uint8)
+    O = cuda.device_array((K, p.v, p.o), np.uint8)
+    seed_expand[(K + 31) // 32, 32](seeds_d, seed_pk, O, cuda.to_device(keccak.RHO), cuda.to_device(keccak.RC))
+    ks = aes.keystreams(seed_pk, p.P1_bytes + p.P2_bytes)
+    P1 = cuda.device_array((K, p.v, p.v, p.words), np.uint64)
+    P2 = cuda.device_array((K, p.v, p.o, p.words), np.uint64)
+    L = cuda.device_array((K, p.v, p.o, p.words), np.uint64)
+    expand_secret[K, _tpb() * 4](ks, O, P1, P2, L)
+    return {"seeds": seeds_d, "seed_pk": seed_pk, "O": O, "P1": P1, "P2": P2, "L": L}
+
+
+def keygen(p, seeds: list[bytes]) -> list[bytes]:
+    """Compact public keys of the secret seeds, computed on the device (chunks of keys)."""
+    from .sign import kernels_for as sign_kernels
+    kg = sign_kernels(p)[2]
+    out = []
+    step = max(1, (1 << 30) // (8 * p.words * (p.v * p.v + 3 * p.v * p.o + p.o * p.o) + p.P1_bytes + p.P2_bytes))
+    try:
+        for lo in range(0, len(seeds), step):
+            part = seeds[lo:lo + step]
+            d = prepare_secret_keys(p, part)
+            K = len(part)
+            X = cuda.device_array((K, p.v, p.o, p.words), np.uint64)
+            P3 = cuda.device_array((K, p.o, p.o, p.words), np.uint64)
+            cpk = cuda.device_array((K, p.cpk_bytes), np.uint8)
+            kg[K, _tpb() * 4](d["seed_pk"], d["O"], d["P1"], d["P2"], X, P3, cpk)
+            out += [row.tobytes() for row in cpk.copy_to_host()]
+    except Exception as exc:
+        if _is_oom(exc):
+            raise _oom(len(seeds)) from exc
+        raise
+    return out
+
+
+def run_sign(p, keys: dict, key_of: np.ndarray, messages: list[bytes], randomness: list[bytes]) -> list[bytes]:
+    """Signatures under the prepared device keys keys[...][key_of[i]], salt randomness given per message."""
+    from .sign import kernels_for as sign_kernels
+    sign = sign_kernels(p)[3]
+    B = len(messages)
+    offsets = np.zeros(B + 1, np.int64)
+    offsets[1:] = np.cumsum([len(m) for m in messages])
+    data = np.frombuffer(b"".join(messages) + b"\0", np.uint8)
+    rand = np.frombuffer(b"".join(randomness), np.uint8).reshape(B, p.salt_bytes)
+    E = p.k * (p.k + 1) // 2
+    KO = p.k * p.o
+    VP1 = cuda.device_array((B, p.k, p.v, p.words), np.uint64)
+    Aext = cuda.device_array((B, p.m + E, KO + 1), np.uint8)
+    rows = cuda.device_array((B, p.m, 4 * ((KO + 64) // 64)), np.uint64)
+    out = cuda.device_array((B, p.sig_bytes), np.uint8)
+    status = cuda.device_array(B, np.int64)
+    sign[B, _tpb()](cuda.to_device(key_of.astype(np.int32)), keys["seeds"], keys["O"], keys["P1"], keys["L"],
+                    cuda.to_device(data), cuda.to_device(offsets), cuda.to_device(rand), VP1, Aext, rows, out,
+                    status, cuda.to_device(keccak.RHO), cuda.to_device(keccak.RC))
+    st = status.copy_to_host()
+    if (st < 0).any():   # probability far below 2^-256, as on the CPU
+        raise RuntimeError("MAYO signing found no full-rank system in 256 attempts")
+    return [row.tobytes() for row in out.copy_to_host()]
+
+
+def _sign_chunk_size(p) -> int:
+    per = 8 * p.k * p.v * p.words + (p.m + p.k * (p.k + 1) // 2) * (p.k * p.o + 1) + 8 * p.m * 4 * ((p.k * p.o + 64) // 64)
+    return max(1, (1 << 30) // per)
+
+
+def sign_groups(p, groups: list[tuple[bytes, list[int]]], messages, randomness, out) -> None:
+    """out[i] for every index i of each (compact secret key, indices) group; keys prepared once each."""
+    keys_per_launch = max(1, (1 << 30) // (8 * p.words * (p.v * p.v + 2 * p.v * p.o) + p.P1_bytes + p.P2_bytes))
+    try:
+        for lo in range(0, len(groups), keys_per_launch):
+            part = groups[lo:lo + keys_per_launch]
+            dev = prepare_secret_keys(p, [seed for seed, _ in part])
+            idx, key_of = [], []
+            for q, (_, members) in enumerate(part):
+                idx += members
+                key_of += [q] * len(members)
+            step = _sign_chunk_size(p)
+            for a in range(0, len(idx), step):
+                sl = idx[a:a + step]
+                sigs = run_sign(p, dev, np.array(key_of[a:a + step]), [messages[j] for j in sl],
+                                [randomness[j] for j in sl])
+                for j, sig in zip(sl, sigs):
+                    out[j] = sig
+    except Exception as exc:
+        if _is_oom(exc):
+            raise _oom(len(out)) from exc
+        raise

@@ -1,0 +1,591 @@
+"""Batched MAYO: many signatures or verifications per call, on all CPU cores or on a GPU.
+
+    sigs = sk.sign_many(messages)                       # one key
+    ok = pk.verify_many(messages, sigs)                 # numpy bool array
+    ok = mayo.verify_many(MAYO2, pks, messages, sigs)   # one key per element
+    sigs = mayo.sign_many(MAYO2, sks, messages)
+    sks = MAYO2.generate_private_keys(1000)
+
+Results are byte-identical to the one-at-a-time API for the same inputs and randomness.
+
+Randomness order. Each MAYO signature draws exactly ``salt_bytes`` random bytes (the salt
+randomness) and each key generation exactly ``sk_seed_bytes`` (the seed). A batch call draws all
+of them up front, before any other work, element 0 first, then element 1, and so on: exactly the
+calls a loop of single ``sign`` (or ``generate_private_key``) calls would make, in the same
+order. So with a deterministic rng (``NistCtrDrbg``), ``sign_many(msgs, rng)`` returns
+``[sign(msg, rng) for msg in msgs]``.
+
+Backends. ``backend="cpu"`` runs compiled kernels on a pool of threads; ``"cuda"`` runs the
+device kernels of ``pqforge.gpu`` (an optional extra, ``pip install pqforge[gpu]``, imported only
+here and only when asked for); ``"auto"`` (the default, see :func:`set_default_backend`) takes
+the GPU when one is usable and the batch has at least ``AUTO_GPU_MIN_BATCH`` elements, the CPU
+otherwise. On the GPU, key generation, signing and verification run from the compact keys;
+elements given with expanded-key byte strings are handled on the CPU.
+
+Paths. Single-key calls (``sk.sign_many``, ``pk.verify_many``) also take ``path="tensor"``: the
+big GF(16) products as exact binary GEMMs (``pqforge.gpu.tensor``; CuPy on the GPU backend, numpy
+on the CPU one), with the key matrix prepared once per key object. Same bytes as the default
+``path="bitsliced"``.
+
+CPU parallelism. The compiled kernels of ``kernels.py`` are plain ``njit`` functions and hold
+the GIL while they run, so threads calling them one by one would not overlap. The loops here
+(``_verify_chunk``, ``_sign_chunk``) are compiled with ``nogil=True`` and call those kernels
+natively, so a whole chunk of a batch runs without the GIL and the threads of the pool run on
+separate cores. Hashing (hashlib) and byte handling stay in Python, per element, around the
+compiled chunk. Each distinct key is expanded once per call and shared by its elements.
+
+Bad input. Mismatched list lengths raise ``InvalidInput`` before any work. In verification a
+signature or key of the wrong length makes that element ``False``; the others are unaffected.
+In signing and key generation a malformed element raises an error naming its index, before any
+randomness is drawn.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+
+import numba as nb
+import numpy as np
+
+from ..errors import BackendUnavailable, InvalidInput, InvalidKey, InvalidType, PQForgeError, require_bytes
+from ..symmetric import shake256
+from . import api, kernels, scheme
+from .params import MayoParams
+
+BACKENDS = ("auto", "cpu", "cuda")
+PATHS = ("bitsliced", "tensor")
+AUTO_GPU_MIN_BATCH = 256
+"""Smallest batch that ``backend="auto"`` sends to a GPU (below it, launch and transfer dominate)."""
+
+_default_backend = "auto"
+_lock = threading.Lock()
+
+
+# -- backend selection ---------------------------------------------------------------------------
+
+def set_default_backend(backend: str) -> None:
+    """Process-wide default for batch calls made with ``backend=None``: "auto", "cpu" or "cuda"."""
+    global _default_backend
+    _default_backend = _check_backend(backend)
+
+
+def get_default_backend() -> str:
+    return _default_backend
+
+
+def _check_backend(backend) -> str:
+    if backend not in BACKENDS:
+        raise InvalidInput(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return backend
+
+
+def gpu_usable() -> bool:
+    """True when the optional GPU stack is installed and a CUDA device (not the simulator) answers."""
+    from .. import gpu
+    return gpu.available()
+
+
+def choose_backend(backend, size: int) -> str:
+    """The backend ("cpu" or "cuda") a call of ``size`` elements runs on."""
+    backend = _check_backend(_default_backend if backend is None else backend)
+    if backend == "cuda":
+        from .. import gpu
+        if not gpu.stack_installed():
+            raise BackendUnavailable("backend='cuda' needs the GPU extra (numba-cuda): pip install pqforge[gpu]")
+        if not gpu.available(allow_simulator=True):
+            raise BackendUnavailable("backend='cuda' requested but no CUDA device is usable; "
+                                     "use backend='cpu' or 'auto'")
+        return "cuda"
+    if backend == "auto" and size >= AUTO_GPU_MIN_BATCH and gpu_usable():
+        return "cuda"
+    return "cpu"
+
+
+# -- the tensor path (single-key calls) ----------------------------------------------------------
+
+_prepared = weakref.WeakKeyDictionary()   # key object -> {array module name: prepared key matrix}
+
+
+def _check_path(path) -> str:
+    if path not in PATHS:
+        raise InvalidInput(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+    return path
+
+
+def _array_module(backend: str):
+    """(xp, GEMM dtype) for the tensor path: CuPy with fp16 on the GPU, numpy with fp32 on the CPU."""
+    if backend == "cuda":
+        try:
+            import cupy
+        except ImportError:
+            raise BackendUnavailable("the tensor path on the GPU needs CuPy: pip install pqforge[gpu]") from None
+        return cupy, np.float16
+    return np, np.float32
+
+
+def _prepared_key(owner, backend: str, build):
+    """The key matrix of ``owner`` for this backend, built once per key object (kept while it lives)."""
+    xp, dtype = _array_module(backend)
+    with _lock:
+        slot = _prepared.setdefault(owner, {}) if owner is not None else {}
+    if xp.__name__ not in slot:
+        slot[xp.__name__] = build(xp, dtype)
+    return slot[xp.__name__]
+
+
+# -- thread pool ---------------------------------------------------------------------------------
+
+def cpu_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+
+
+def _executor(threads: int) -> ThreadPoolExecutor:
+    """One long-lived pool per thread count (pools are never swapped under a running call)."""
+    with _lock:
+        if threads not in _pools:
+            _pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"pqforge-mayo-{threads}")
+        return _pools[threads]
+
+
+def _chunks(size: int, threads: int, per_chunk: int | None = None):
+    """Index ranges covering 0..size: a few per thread so that uneven chunks even out."""
+    if size == 0:
+        return []
+    count = max(1, min(size, threads * 4)) if per_chunk is None else max(1, -(-size // per_chunk))
+    bounds = np.linspace(0, size, count + 1).astype(int)
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+def _run_chunks(fn, size: int, threads: int | None):
+    """fn(lo, hi) over chunks of range(size), on ``threads`` threads (all cores by default)."""
+    threads = cpu_threads() if threads is None else int(threads)
+    if threads < 1:
+        raise InvalidInput(f"threads must be at least 1, got {threads}")
+    parts = _chunks(size, threads)
+    if threads == 1 or len(parts) <= 1:
+        for lo, hi in parts:
+            fn(lo, hi)
+        return
+    for f in [_executor(threads).submit(fn, lo, hi) for lo, hi in parts]:
+        f.result()
+
+
+# -- compiled chunk loops (nogil) ----------------------------------------------------------------
+
+@nb.njit(nogil=True, cache=True)
+def _verify_chunk(P, S, T, f_tail, out):
+    """out[b] = (P*(S[b]) == T[b]) for signature vectors S (B, k, n) and targets T (B, m).
+
+    Public data only (verification). Runs without the GIL.
+    """
+    B, k, _ = S.shape
+    m = T.shape[1]
+    W = P.shape[2]
+    U = np.zeros((k, k, W), np.uint64)
+    Mnone = np.zeros((k, 0, W), np.uint64)
+    Anone = np.zeros((m, 0), np.uint8)
+    y = np.zeros(m, np.uint8)
+    for b in range(B):
+        kernels.eval_public(P, S[b], U)
+        y[:] = 0
+        kernels.whip(U, Mnone, m, f_tail, y, Anone)
+        same = True
+        for e in range(m):
+            same &= y[e] == T[b, e]          # public comparison: the verdict is public
+        out[b] = same
+
+
+@nb.njit(nogil=True, cache=True)
+def _sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
+    """One signing attempt per element: S[b] = s for vinegar V[b] (k, v), r = R[b], target T[b].
+
+    ok[b] tells whether the system had full rank (public by design: it only decides a retry).
+    Secret: O, P1, L, V, R, S before it is returned, and every intermediate; they pass only
+    through the constant-time kernels of ``kernels.py`` (masks, public loop bounds and indices).
+    Runs without the GIL.
+    """
+    B, k, v = V.shape
+    o = O.shape[1]
+    m = T.shape[1]
+    W = L.shape[2]
+    x = np.zeros(k * o, np.uint8)
+    for b in range(B):
+        Vt = np.ascontiguousarray(V[b].T)
+        M = np.zeros((k, o, W), np.uint64)
+        kernels.mul_transposed(Vt, L, False, M)
+        VP1 = np.zeros((k, v, W), np.uint64)
+        kernels.mul_transposed(Vt, P1, True, VP1)
+        Ut = np.zeros((k, k, W), np.uint64)
+        kernels.mul_transposed(Vt, np.ascontiguousarray(VP1.transpose((1, 0, 2))), False, Ut)
+        U = np.ascontiguousarray(Ut.transpose((1, 0, 2)))
+        y = T[b].copy()
+        A = np.zeros((m, k * o), np.uint8)
+        kernels.whip(U, M, m, f_tail, y, A)
+        ok[b] = kernels.sample_solution(A, y, R[b], x)
+        kernels.assemble_signature(V[b], O, x, n, S[b])
+
+
+# -- byte handling shared by the backends --------------------------------------------------------
+
+def nibbles_rows(rows: np.ndarray, count: int) -> np.ndarray:
+    """(B, nbytes) nibble strings -> (B, count) elements."""
+    out = np.empty((rows.shape[0], 2 * rows.shape[1]), np.uint8)
+    out[:, 0::2] = rows & 0x0F
+    out[:, 1::2] = rows >> 4
+    return out[:, :count]
+
+
+def pack_rows(elements: np.ndarray) -> np.ndarray:
+    """(B, count) elements -> (B, ceil(count/2)) nibble-packed bytes."""
+    B, count = elements.shape
+    if count % 2:
+        elements = np.concatenate([elements, np.zeros((B, 1), np.uint8)], axis=1)
+    return (elements[:, 0::2] | (elements[:, 1::2] << 4)).astype(np.uint8)
+
+
+def targets(p: MayoParams, messages, salts) -> np.ndarray:
+    """t = Decode(SHAKE256(SHAKE256(M) || salt)) for each element, (B, m)."""
+    raw = b"".join(shake256(shake256(msg, p.digest_bytes) + salt, p.m_bytes) for msg, salt in zip(messages, salts))
+    return np.ascontiguousarray(nibbles_rows(np.frombuffer(raw, np.uint8).reshape(-1, p.m_bytes), p.m))
+
+
+def signature_vectors(p: MayoParams, sigs) -> np.ndarray:
+    """The vectors s_1..s_k of each signature, (B, k, n)."""
+    body = (p.k * p.n + 1) // 2
+    raw = np.frombuffer(b"".join(s[:body] for s in sigs), np.uint8).reshape(-1, body)
+    return np.ascontiguousarray(nibbles_rows(raw, p.k * p.n).reshape(-1, p.k, p.n))
+
+
+# -- validation ----------------------------------------------------------------------------------
+
+def _as_list(items, what: str) -> list:
+    if isinstance(items, (bytes, bytearray, memoryview, str)):
+        raise InvalidType(f"{what} must be a sequence of items, not a single {type(items).__name__}")
+    try:
+        return list(items)
+    except TypeError:
+        raise InvalidType(f"{what} must be a sequence, not {type(items).__name__}") from None
+
+
+def _same_length(**lists) -> int:
+    sizes = {name: len(v) for name, v in lists.items()}
+    if len(set(sizes.values())) > 1:
+        raise InvalidInput("batch lists differ in length: " + ", ".join(f"{k}={v}" for k, v in sizes.items()))
+    return next(iter(sizes.values()), 0)
+
+
+def _messages(messages) -> list[bytes]:
+    out = []
+    for i, msg in enumerate(messages):
+        out.append(require_bytes(msg, f"message {i}"))
+    return out
+
+
+def _loose_bytes(value, what: str) -> bytes:
+    """Bytes for a verification element: wrong types raise (with the index), lengths are judged later."""
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if not isinstance(value, bytes):
+        raise InvalidType(f"{what} must be bytes, not {type(value).__name__}")
+    return value
+
+
+def _public_key_bytes(p: MayoParams, pk, i: int):
+    from .keys import MayoPublicKey
+    if isinstance(pk, MayoPublicKey):
+        if pk.algorithm.params is not p:
+            raise InvalidKey(f"public key {i} is a {pk.algorithm.name} key, not {p.name}")
+        return pk
+    return _loose_bytes(pk, f"public key {i}")
+
+
+def _secret_key(p: MayoParams, sk, i: int):
+    from .keys import MayoPrivateKey
+    if isinstance(sk, MayoPrivateKey):
+        if sk.algorithm.params is not p:
+            raise InvalidKey(f"secret key {i} is a {sk.algorithm.name} key, not {p.name}")
+        return sk
+    try:
+        return api.check_secret_key(p, sk)
+    except PQForgeError as exc:
+        raise type(exc)(f"element {i}: {exc}") from None
+
+
+def draw_randomness(rng, size: int, nbytes: int) -> list[bytes]:
+    """``size`` draws of ``nbytes`` each, in index order (the order a loop of single calls uses)."""
+    draw = api.checked_rng(rng)
+    return [draw(nbytes) for _ in range(size)]
+
+
+# -- verification --------------------------------------------------------------------------------
+
+def _verify_one_key_cpu(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs, out, index, threads):
+    """out[index[j]] = verdict of (messages[j], sigs[j]) for well-formed signatures under one key."""
+    f_tail = np.array(p.f_tail, np.int64)
+
+    def work(lo, hi):
+        idx = index[lo:hi]
+        S = signature_vectors(p, [sigs[j] for j in idx])
+        T = targets(p, [messages[j] for j in idx], [sigs[j][p.sig_bytes - p.salt_bytes:] for j in idx])
+        res = np.zeros(len(idx), np.bool_)
+        _verify_chunk(epk.P, S, T, f_tail, res)
+        out[idx] = res
+
+    _run_chunks(work, len(index), threads)
+
+
+def verify_many_one_key(p: MayoParams, epk_source, messages, signatures, backend=None, threads=None,
+                        cpk: bytes | None = None, path: str = "bitsliced", owner=None) -> np.ndarray:
+    """Verdicts for one public key; ``epk_source()`` returns its ExpandedPublicKey (called at most once).
+
+    ``cpk``, the compact key, lets the GPU backend expand the key on the device. ``path="tensor"``
+    runs the products as GEMMs (CuPy on the GPU, numpy on the CPU) with the key matrix prepared
+    once per key object ``owner``.
+    """
+    _check_path(path)
+    messages = [_loose_bytes(m, f"message {i}") for i, m in enumerate(_as_list(messages, "messages"))]
+    sigs = [_loose_bytes(s, f"signature {i}") for i, s in enumerate(_as_list(signatures, "signatures"))]
+    size = _same_length(messages=messages, signatures=sigs)
+    out = np.zeros(size, np.bool_)
+    good = np.array([i for i, s in enumerate(sigs) if len(s) == p.sig_bytes], np.int64)
+    if len(good) == 0:
+        return out
+    backend = choose_backend(backend, size)
+    if path == "tensor":
+        from ..gpu import tensor
+        prepared = _prepared_key(owner, backend, lambda xp, dt: tensor.PreparedPublicKey(p, epk_source().P, xp, dt))
+        out[good] = tensor.verify_batch(p, prepared, [messages[j] for j in good], [sigs[j] for j in good])
+        return out
+    if backend == "cuda" and cpk is not None:
+        from ..gpu import batch as gpu_batch
+        return gpu_batch.verify_same_key(p, cpk, messages, sigs, out, good)
+    _verify_one_key_cpu(p, epk_source(), messages, sigs, out, good, threads)
+    return out
+
+
+def verify_many(params, pks, messages, signatures, backend=None, threads=None) -> np.ndarray:
+    """Verdicts (numpy bool array) for one (public key, message, signature) triple per element.
+
+    Keys are compact or expanded byte strings or ``MayoPublicKey`` objects. Each distinct key is
+    expanded once. An element whose key or signature has the wrong length is ``False``.
+    """
+    p = api.resolve(params)
+    pks = _as_list(pks, "public keys")
+    messages = _as_list(messages, "messages")
+    signatures = _as_list(signatures, "signatures")
+    size = _same_length(pks=pks, messages=messages, signatures=signatures)
+    keys = [_public_key_bytes(p, pk, i) for i, pk in enumerate(pks)]
+    messages = [_loose_bytes(m, f"message {i}") for i, m in enumerate(messages)]
+    sigs = [_loose_bytes(s, f"signature {i}") for i, s in enumerate(signatures)]
+    out = np.zeros(size, np.bool_)
+    groups: dict = {}
+    for i, (key, sig) in enumerate(zip(keys, sigs)):
+        if len(sig) != p.sig_bytes:
+            continue
+        if isinstance(key, bytes) and len(key) not in (p.cpk_bytes, p.epk_bytes):
+            continue
+        groups.setdefault(key if isinstance(key, bytes) else key.public_bytes_raw(), []).append((i, key))
+    if not groups:
+        return out
+    if choose_backend(backend, size) == "cuda":
+        from ..gpu import batch as gpu_batch
+        compact = {key: g for key, g in groups.items() if len(key) == p.cpk_bytes}
+        gpu_batch.verify_distinct_keys(p, compact, messages, sigs, out)
+        groups = {key: g for key, g in groups.items() if len(key) != p.cpk_bytes}  # expanded keys: CPU
+    _verify_groups_cpu(p, groups, messages, sigs, out, threads)
+    return out
+
+
+def _expanded_public(p, key) -> scheme.ExpandedPublicKey:
+    return key.expanded() if not isinstance(key, bytes) else api.expanded_public(p, key)
+
+
+def _verify_groups_cpu(p, groups, messages, sigs, out, threads):
+    f_tail = np.array(p.f_tail, np.int64)
+    items = list(groups.values())
+    large = [g for g in items if len(g) >= 4 * cpu_threads()]
+    small = [g for g in items if len(g) < 4 * cpu_threads()]
+    for g in large:  # many elements under one key: split the elements across the threads
+        idx = np.array([i for i, _ in g], np.int64)
+        _verify_one_key_cpu(p, _expanded_public(p, g[0][1]), messages, sigs, out, idx, threads)
+
+    def work(lo, hi):  # one or few elements per key: split the keys across the threads
+        for g in small[lo:hi]:
+            epk = _expanded_public(p, g[0][1])
+            idx = [i for i, _ in g]
+            S = signature_vectors(p, [sigs[j] for j in idx])
+            T = targets(p, [messages[j] for j in idx], [sigs[j][p.sig_bytes - p.salt_bytes:] for j in idx])
+            res = np.zeros(len(idx), np.bool_)
+            _verify_chunk(epk.P, S, T, f_tail, res)
+            out[idx] = res
+
+    _run_chunks(work, len(small), threads)
+
+
+# -- signing -------------------------------------------------------------------------------------
+
+def _replay(data: bytes):
+    def rng(n):
+        assert n == len(data)
+        return data
+    return rng
+
+
+def _sign_one_key_cpu(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, randomness, out, index, threads):
+    """out[index[j]] = signature of messages[j] with salt randomness randomness[j], one secret key."""
+    k, o, v = p.k, p.o, p.v
+    f_tail = np.array(p.f_tail, np.int64)
+    vr_len = k * p.v_bytes + p.r_bytes
+
+    def work(lo, hi):
+        idx = index[lo:hi]
+        digests = [shake256(messages[j], p.digest_bytes) for j in idx]
+        salts = [shake256(d + randomness[j] + esk.seed_sk, p.salt_bytes) for d, j in zip(digests, idx)]
+        raw_t = b"".join(shake256(d + s, p.m_bytes) for d, s in zip(digests, salts))
+        T = np.ascontiguousarray(nibbles_rows(np.frombuffer(raw_t, np.uint8).reshape(-1, p.m_bytes), p.m))
+        raw_vr = np.frombuffer(b"".join(shake256(d + s + esk.seed_sk + b"\x00", vr_len)
+                                        for d, s in zip(digests, salts)), np.uint8).reshape(-1, vr_len)
+        V = np.ascontiguousarray(nibbles_rows(raw_vr[:, :k * p.v_bytes].reshape(-1, p.v_bytes), v)
+                                 .reshape(-1, k, v))
+        R = np.ascontiguousarray(nibbles_rows(raw_vr[:, k * p.v_bytes:], k * o))
+        S = np.zeros((len(idx), k * p.n), np.uint8)
+        ok = np.zeros(len(idx), np.bool_)
+        _sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok)
+        packed = pack_rows(S)
+        for row, j in enumerate(idx):
+            if ok[row]:
+                out[j] = packed[row].tobytes() + salts[row]
+            else:  # rank-deficient first attempt (rare): the single-signature path retries
+                out[j] = scheme.sign(p, esk, messages[j], _replay(randomness[j]))
+
+    _run_chunks(work, len(index), threads)
+
+
+def sign_many_one_key(p: MayoParams, esk_source, messages, rng=None, backend=None, threads=None,
+                      csk: bytes | None = None, path: str = "bitsliced", owner=None) -> list[bytes]:
+    """Signatures under one secret key; ``esk_source()`` gives its expanded form (CPU), ``csk`` its seed (GPU).
+
+    ``path="tensor"``: the products as GEMMs (see ``verify_many_one_key``), the rest on the CPU.
+    """
+    _check_path(path)
+    messages = _messages(_as_list(messages, "messages"))
+    size = len(messages)
+    randomness = draw_randomness(rng, size, p.salt_bytes)
+    out: list = [None] * size
+    if size == 0:
+        return out
+    backend = choose_backend(backend, size)
+    if path == "tensor":
+        from ..gpu import tensor
+        esk = esk_source()
+        prepared = _prepared_key(owner, backend, lambda xp, dt: tensor.PreparedSecretKey(p, esk.L, esk.P1, xp, dt))
+        return tensor.sign_batch(p, esk, prepared, messages, randomness)
+    if backend == "cuda" and csk is not None:
+        from ..gpu import batch as gpu_batch
+        gpu_batch.sign_groups(p, [(csk, list(range(size)))], messages, randomness, out)
+        return out
+    _sign_one_key_cpu(p, esk_source(), messages, randomness, out, np.arange(size), threads)
+    return out
+
+
+def sign_many(params, sks, messages, rng=None, backend=None, threads=None) -> list[bytes]:
+    """Signatures, one (secret key, message) pair per element; keys compact/expanded bytes or key objects."""
+    p = api.resolve(params)
+    sks = _as_list(sks, "secret keys")
+    messages = _as_list(messages, "messages")
+    size = _same_length(secret_keys=sks, messages=messages)
+    keys = [_secret_key(p, sk, i) for i, sk in enumerate(sks)]
+    messages = _messages(messages)
+    randomness = draw_randomness(rng, size, p.salt_bytes)
+    out: list = [None] * size
+    groups: dict = {}
+    for i, key in enumerate(keys):
+        ident = key if isinstance(key, bytes) else id(key)
+        groups.setdefault(ident, []).append((i, key))
+    if choose_backend(backend, size) == "cuda":
+        from ..gpu import batch as gpu_batch
+        device, host = [], {}
+        for ident, g in groups.items():
+            key = g[0][1]
+            seed = key if isinstance(key, bytes) else key.private_bytes_raw()
+            if len(seed) == p.csk_bytes:
+                device.append((seed, [i for i, _ in g]))
+            else:            # expanded secret keys are signed on the CPU
+                host[ident] = g
+        gpu_batch.sign_groups(p, device, messages, randomness, out)
+        groups = host
+    items = list(groups.values())
+    large = [g for g in items if len(g) >= 4 * cpu_threads()]
+    small = [g for g in items if len(g) < 4 * cpu_threads()]
+    for g in large:
+        _sign_one_key_cpu(p, _expanded_secret(p, g[0][1]), messages, randomness, out,
+                          np.array([i for i, _ in g], np.int64), threads)
+
+    def work(lo, hi):
+        for g in small[lo:hi]:
+            _sign_one_key_cpu(p, _expanded_secret(p, g[0][1]), messages, randomness, out,
+                              np.array([i for i, _ in g], np.int64), 1)
+
+    _run_chunks(work, len(small), threads)
+    return out
+
+
+def _expanded_secret(p, key) -> scheme.ExpandedSecretKey:
+    return key.expanded() if not isinstance(key, bytes) else api.expanded_secret(p, key)
+
+
+# -- key generation ------------------------------------------------------------------------------
+
+def generate_seeds(p: MayoParams, n, rng=None) -> list[bytes]:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise InvalidType(f"number of keys must be an int, not {type(n).__name__}")
+    if n < 0:
+        raise InvalidInput(f"number of keys must be non-negative, got {n}")
+    return draw_randomness(rng, int(n), p.sk_seed_bytes)
+
+
+@nb.njit(nogil=True, cache=True)
+def _p3_chunk(O, P1, P2, P3):
+    """P3 = O^T P1 O + O^T P2 (before Upper) for one key. Secret: O (and so P3). Runs without the GIL."""
+    o, v = P3.shape[0], P1.shape[0]
+    W = P1.shape[2]
+    OtP1 = np.zeros((o, v, W), np.uint64)
+    kernels.mul_transposed(O, P1, True, OtP1)
+    P3t = np.zeros((o, o, W), np.uint64)
+    kernels.mul_transposed(O, np.ascontiguousarray(OtP1.transpose((1, 0, 2))), False, P3t)
+    P3[:] = P3t.transpose((1, 0, 2))
+    kernels.mul_transposed(O, P2, False, P3)
+
+
+def public_key_from_seed(p: MayoParams, seed_sk: bytes) -> bytes:
+    """The same bytes as ``scheme.public_key_from_seed``, with the products in a GIL-free kernel."""
+    seed_pk, o_bytes = scheme._seed_expansion(p, seed_sk)
+    O = scheme.decode_oil(p, o_bytes)
+    _, P1, P2 = scheme._public_matrices(p, seed_pk)
+    P3 = np.zeros((p.o, p.o, p.words), np.uint64)
+    _p3_chunk(np.ascontiguousarray(O), P1, P2, P3)
+    return seed_pk + scheme.encode_upper(p, scheme.upper(P3))
+
+
+def public_keys_from_seeds(p: MayoParams, seeds, backend=None, threads=None) -> list[bytes]:
+    """cpk for each secret seed (the heavy half of key generation), on the thread pool."""
+    out: list = [None] * len(seeds)
+    if seeds and choose_backend(backend, len(seeds)) == "cuda":
+        from ..gpu import batch as gpu_batch
+        return gpu_batch.keygen(p, seeds)
+
+    def work(lo, hi):
+        for i in range(lo, hi):
+            out[i] = public_key_from_seed(p, seeds[i])
+
+    _run_chunks(work, len(seeds), threads)
+    return out

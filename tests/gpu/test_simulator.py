@@ -1,0 +1,32 @@
+"""Runs the device tests (test_device.py) in a subprocess under numba's CUDA simulator.
+
+The simulator is switched on by an environment variable read when numba is first imported, so
+it gets a process of its own and the rest of the suite is unaffected.
+"""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def test_device_kernels_under_the_cuda_simulator(kat_root):
+    if importlib.util.find_spec("numba.cuda") is None:
+        pytest.skip("numba-cuda is not installed (pip install pqforge[gpu-sim] or pqforge[test])")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PQFORGE_DEVICE_TESTS="sim", PQFORGE_KAT_DIR=str(kat_root))
+    env.setdefault("PQFORGE_GPU_KATS", "1")
+    src = str(HERE.parent.parent / "src")
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else src
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HERE / "test_device.py")],
+                          cwd=HERE.parent.parent, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    summary = proc.stdout.strip().splitlines()[-1]
+    passed = re.search(r"(\d+) passed", summary)
+    # everything but the CuPy tests (GPU only) runs under the simulator
+    assert passed and int(passed.group(1)) >= 18 and "failed" not in summary, proc.stdout[-2000:]

@@ -1,0 +1,229 @@
+"""Batched MAYO on the CPU: official vectors, equality with the single-instance API, bad input."""
+
+import numpy as np
+import pytest
+
+from pqforge import kat, mayo
+from pqforge.drbg import NistCtrDrbg
+from pqforge.errors import BackendUnavailable, InvalidInput, InvalidKey, InvalidType
+from pqforge.mayo import batch
+
+ALGS = list(mayo.ALGORITHMS.values())
+FILES = {"MAYO-1": "PQCsignKAT_24_MAYO_1.rsp", "MAYO-2": "PQCsignKAT_24_MAYO_2.rsp",
+         "MAYO-3": "PQCsignKAT_32_MAYO_3.rsp", "MAYO-5": "PQCsignKAT_40_MAYO_5.rsp"}
+
+
+@pytest.fixture(scope="module")
+def official(kat_root):
+    return {name: kat.read_rsp(kat_root / "mayo" / f) for name, f in FILES.items()}
+
+
+@pytest.fixture(scope="module", params=ALGS, ids=lambda a: a.name)
+def keyed(request):
+    alg = request.param
+    sk = alg.generate_private_key(rng=NistCtrDrbg(bytes(range(48))))
+    return alg, sk, sk.public_key()
+
+
+class CountingRng:
+    def __init__(self, seed=bytes(48)):
+        self.inner = NistCtrDrbg(seed)
+        self.calls = []
+
+    def __call__(self, n):
+        self.calls.append(n)
+        return self.inner(n)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_verify_many_accepts_official_signatures_and_rejects_tampered(name, official):
+    alg = mayo.ALGORITHMS[name]
+    entries = official[name][:12]
+    p = alg.params
+    pks = [e["pk"] for e in entries]
+    msgs = [e["msg"] for e in entries]
+    sigs = [e["sm"][:p.sig_bytes] for e in entries]
+    assert batch.verify_many(alg, pks, msgs, sigs, backend="cpu").tolist() == [True] * len(entries)
+    # one flipped bit per element, at different places: message, signature body, salt, key
+    bad_msgs = [m if i % 4 else bytes([m[0] ^ 1]) + m[1:] for i, m in enumerate(msgs)]
+    bad_sigs = [s if i % 4 != 1 else s[:5] + bytes([s[5] ^ 0x10]) + s[6:] for i, s in enumerate(sigs)]
+    bad_sigs = [s if i % 4 != 2 else s[:-1] + bytes([s[-1] ^ 1]) for i, s in enumerate(bad_sigs)]
+    bad_pks = [k if i % 4 != 3 else k[:-1] + bytes([k[-1] ^ 1]) for i, k in enumerate(pks)]
+    got = batch.verify_many(alg, bad_pks, bad_msgs, bad_sigs, backend="cpu", threads=2)
+    assert got.tolist() == [False] * len(entries)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_batch_keygen_and_sign_reproduce_official_vectors(name, official):
+    """Each official entry: keygen then sign from one DRBG, here as batches of one."""
+    alg = mayo.ALGORITHMS[name]
+    for e in official[name][:3]:
+        rng = NistCtrDrbg(e["seed"])
+        (sk,) = alg.generate_private_keys(1, rng=rng)
+        assert sk.private_bytes_raw() == e["sk"]
+        assert sk.public_key().public_bytes_raw() == e["pk"]
+        (sig,) = sk.sign_many([e["msg"]], rng=rng)
+        assert sig + e["msg"] == e["sm"]
+
+
+def test_sign_many_consumes_rng_like_a_loop_of_single_signs(keyed):
+    alg, sk, pk = keyed
+    msgs = [bytes([i]) * (7 * i) for i in range(9)]
+    r1, r2 = CountingRng(), CountingRng()
+    got = sk.sign_many(msgs, rng=r1, threads=2)
+    want = [sk.sign(m, rng=r2) for m in msgs]
+    assert got == want
+    assert r1.calls == r2.calls == [alg.params.salt_bytes] * len(msgs)
+    assert pk.verify_many(msgs, got).tolist() == [True] * len(msgs)
+    for m, s in zip(msgs, got):
+        pk.verify(s, m)
+
+
+def test_verify_many_one_key_matches_single_verify(keyed):
+    alg, sk, pk = keyed
+    msgs = [bytes([i, 1, 2]) for i in range(10)]
+    sigs = [sk.sign(m) for m in msgs]
+    sigs[2] = sigs[2][:-1]                                    # wrong length
+    sigs[4] = bytes([sigs[4][0] ^ 4]) + sigs[4][1:]           # tampered
+    sigs[7] = sigs[8]                                         # signature of another message
+    want = [mayo.verify(alg, pk.public_bytes_raw(), m, s) if len(s) == alg.signature_size else False
+            for m, s in zip(msgs, sigs)]
+    for threads in (1, 2):
+        got = pk.verify_many(msgs, sigs, threads=threads)
+        assert got.dtype == np.bool_ and got.tolist() == want
+    assert want.count(True) == 7
+
+
+def test_distinct_keys_equal_loops_of_single_calls(keyed):
+    alg, _, _ = keyed
+    keys = alg.generate_private_keys(3, rng=NistCtrDrbg(bytes(range(1, 49))))
+    ref = NistCtrDrbg(bytes(range(1, 49)))
+    assert [k.public_key() for k in keys] == [alg.generate_private_key(rng=ref).public_key() for _ in range(3)]
+    # compact bytes, expanded bytes and key objects, with repeats (shared expansion)
+    esk = mayo.expand_sk(alg, keys[1].private_bytes_raw())
+    sks = [keys[0].private_bytes_raw(), esk, keys[2], keys[0].private_bytes_raw(), keys[2]]
+    msgs = [b"a", b"bb", b"", b"dddd", b"e" * 100]
+    got = mayo.sign_many(alg, sks, msgs, rng=NistCtrDrbg(bytes(48)), threads=2)
+    ref = NistCtrDrbg(bytes(48))
+    singles = [mayo.sign(alg, k if isinstance(k, bytes) else k.private_bytes_raw(), m, rng=ref)
+               for k, m in zip(sks, msgs)]
+    assert got == singles
+    pks = [keys[0].public_key().public_bytes_raw(), mayo.expand_pk(alg, keys[1].public_key().public_bytes_raw()),
+           keys[2].public_key(), keys[0].public_key(), keys[2].public_key().public_bytes_raw()]
+    assert mayo.verify_many(alg, pks, msgs, got).tolist() == [True] * 5
+    swapped = mayo.verify_many(alg, pks, msgs[1:] + msgs[:1], got)
+    assert swapped.tolist() == [False] * 5
+
+
+def test_malformed_elements():
+    alg = mayo.MAYO2
+    sk = alg.generate_private_key()
+    pk = sk.public_key()
+    msgs = [b"x", b"y", b"z"]
+    sigs = sk.sign_many(msgs)
+    # verification: a wrong-length key or signature is just that element invalid
+    pks = [pk.public_bytes_raw(), pk.public_bytes_raw()[:-1], pk.public_bytes_raw()]
+    assert mayo.verify_many(alg, pks, msgs, sigs).tolist() == [True, False, True]
+    assert mayo.verify_many(alg, [pk] * 3, msgs, [sigs[0], sigs[1] + b"\0", sigs[2]]).tolist() == [True, False, True]
+    with pytest.raises(InvalidType, match="signature 1"):
+        pk.verify_many(msgs, [sigs[0], "text", sigs[2]])
+    # signing: a malformed key or message raises naming its index, before drawing randomness
+    rng = CountingRng()
+    with pytest.raises(InvalidKey, match="element 1"):
+        mayo.sign_many(alg, [sk, b"short", sk], msgs, rng=rng)
+    with pytest.raises(InvalidKey, match="secret key 2"):
+        mayo.sign_many(alg, [sk, sk, mayo.MAYO1.generate_private_key()], msgs, rng=rng)
+    with pytest.raises(InvalidType, match="message 2"):
+        sk.sign_many([b"a", b"b", "c"], rng=rng)
+    assert rng.calls == []
+    with pytest.raises(InvalidInput):
+        alg.generate_private_keys(-1)
+    with pytest.raises(InvalidType):
+        alg.generate_private_keys(2.5)
+
+
+def test_mismatched_lengths_raise_before_any_work():
+    alg = mayo.MAYO2
+    sk = alg.generate_private_key()
+    pk = sk.public_key()
+    rng = CountingRng()
+    with pytest.raises(InvalidInput, match="differ in length"):
+        pk.verify_many([b"a", b"b"], [bytes(alg.signature_size)])
+    with pytest.raises(InvalidInput, match="differ in length"):
+        mayo.verify_many(alg, [pk], [b"a", b"b"], [bytes(alg.signature_size)] * 2)
+    with pytest.raises(InvalidInput, match="differ in length"):
+        mayo.sign_many(alg, [sk, sk], [b"a"], rng=rng)
+    assert rng.calls == []
+    with pytest.raises(InvalidType):
+        pk.verify_many(b"abc", [b"a", b"b", b"c"])
+
+
+def test_empty_batches():
+    alg = mayo.MAYO2
+    sk = alg.generate_private_key()
+    assert sk.sign_many([]) == []
+    assert sk.public_key().verify_many([], []).shape == (0,)
+    assert mayo.verify_many(alg, [], [], []).shape == (0,)
+    assert mayo.sign_many(alg, [], []) == []
+    assert alg.generate_private_keys(0) == []
+
+
+def test_backend_selection(monkeypatch):
+    with pytest.raises(InvalidInput):
+        mayo.set_default_backend("tpu")
+    assert mayo.get_default_backend() == "auto"
+    assert batch.choose_backend("cpu", 10 ** 6) == "cpu"
+    assert batch.choose_backend("auto", 1) == "cpu"
+    if not batch.gpu_usable():
+        assert batch.choose_backend("auto", 10 ** 6) == "cpu"
+        monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
+        from pqforge import gpu
+        if not gpu.available(allow_simulator=True):
+            with pytest.raises(BackendUnavailable):
+                mayo.MAYO2.generate_private_key().sign_many([b"x"], backend="cuda")
+    mayo.set_default_backend("cpu")
+    try:
+        assert batch.choose_backend(None, 10 ** 6) == "cpu"
+    finally:
+        mayo.set_default_backend("auto")
+
+
+def test_cpu_batches_need_no_gpu_packages():
+    """With numba.cuda (and CuPy) unimportable, importing pqforge and every CPU batch call still work."""
+    import subprocess
+    import sys
+    code = (
+        "import sys\n"
+        "sys.modules['numba.cuda'] = None\n"
+        "sys.modules['cupy'] = None\n"
+        "from pqforge import mayo\n"
+        "from pqforge.errors import BackendUnavailable\n"
+        "keys = mayo.MAYO2.generate_private_keys(2)\n"
+        "sigs = keys[0].sign_many([b'a', b'b'], backend='auto')\n"
+        "assert keys[0].public_key().verify_many([b'a', b'b'], sigs).all()\n"
+        "assert mayo.verify_many(mayo.MAYO2, [keys[0].public_key()] * 2, [b'a', b'b'], sigs).all()\n"
+        "try:\n"
+        "    keys[0].sign_many([b'a'], backend='cuda')\n"
+        "    raise SystemExit('cuda backend without numba.cuda did not fail')\n"
+        "except BackendUnavailable as exc:\n"
+        "    assert 'pqforge[gpu]' in str(exc)\n"
+        "assert 'numba.cuda' not in sys.modules or sys.modules['numba.cuda'] is None\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_tensor_path_through_the_api_equals_bitsliced(keyed):
+    alg, sk, pk = keyed
+    msgs = [b"t", b"u" * 40, b""]
+    r1, r2 = CountingRng(), CountingRng()
+    got = sk.sign_many(msgs, rng=r1, backend="cpu", path="tensor")
+    assert got == [sk.sign(m, rng=r2) for m in msgs] and r1.calls == r2.calls
+    sigs = got + [got[0], got[1][:-1]]
+    msgs2 = msgs + [b"other", msgs[1]]
+    want = pk.verify_many(msgs2, sigs, backend="cpu")
+    assert want.tolist() == [True, True, True, False, False]
+    assert pk.verify_many(msgs2, sigs, backend="cpu", path="tensor").tolist() == want.tolist()
+    assert pk.verify_many(msgs2, sigs, backend="cpu", path="tensor").tolist() == want.tolist()   # prepared once
+    with pytest.raises(InvalidInput):
+        pk.verify_many(msgs, got, path="gemm")
