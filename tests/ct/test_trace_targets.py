@@ -66,3 +66,12 @@ def test_mceliece_decapsulation_core_flow(name):
     pytest.importorskip("pqforge.mceliece")
     result = trace.check_target(registry.get(name), pairs=1, indices=False)
     assert result.ok and result.events[0] > 100000, result.summary()
+
+
+@pytest.mark.parametrize("name", ["mceliece-weight-vector", "mceliece-syndrome", "mceliece-sort-network"])
+def test_mceliece_encapsulation_and_sorting_kernels(name):
+    # real size; the Benes control bits and the Goppa polynomial take minutes as Python, so they
+    # are left to `pqforge ct trace --target mceliece-control-bits` and `--target mceliece-genpoly`
+    pytest.importorskip("pqforge.mceliece")
+    result = trace.check_target(registry.get(name), pairs=1)
+    assert result.ok and result.same_indices is True, result.summary()

@@ -327,6 +327,15 @@ def _mce_pool(p):
     return _MCE_POOL[id(p)][1]
 
 
+def _mce_public(p) -> bytes:
+    """A public key for the encapsulation kernels (the pool's first key pair's)."""
+    from .. import mceliece
+    key = ("pk", id(p))
+    if key not in _MCE_POOL:
+        _MCE_POOL[key] = (p, mceliece.keypair(p, os.urandom)[0])
+    return _MCE_POOL[key][1]
+
+
 def _mceliece_targets():
     from .. import mceliece
     algs = dict(algs=tuple(mceliece.ALGORITHMS), params_for=_mceliece_params, kind="operation")
@@ -365,7 +374,43 @@ def _mceliece_targets():
         # the secret key, so it must not steer the flow either
         return preimage_validity(p, rng, False), preimage_validity(p, rng, True)
 
-    from ..mceliece import decode
+    def weight(p, rng, fixed):             # the error vector's positions are secret
+        from ..mceliece import scheme as ms
+        return (ms.fixed_weight(p, rng.bytes).copy(), p.n // 8)
+
+    def syndrome(p, rng, fixed):           # H e under one public key, e secret
+        from ..mceliece import scheme as ms
+        pk = _mce_public(p)
+        e = ms.weight_vector(ms.fixed_weight(p, rng.bytes), p.n // 8)
+        return (np.frombuffer(pk, np.uint8).copy(), np.frombuffer(pk, np.int64, len(pk) // 8).copy(), e,
+                p.mt, p.pk_row_bytes)
+
+    def sort_keys(p, rng, fixed):          # key generation's random words, tagged with positions
+        perm = rng.integers(0, 2 ** 32, p.q, dtype=np.int64)
+        return ((perm << 31) | np.arange(p.q, dtype=np.int64),)
+
+    def permutation(p, rng, fixed):        # the secret permutation behind the support
+        return (rng.permutation(p.q).astype(np.int64), p.m)
+
+    def goppa(p, rng, fixed):              # key generation's random field element f
+        from ..mceliece import scheme as ms
+        return (rng.integers(0, p.q, p.t, dtype=np.int64), p.m, ms.field_poly(p),
+                np.array(p.poly_taps, dtype=np.int64), p.poly_const_z)
+
+    from ..mceliece import benes, decode, gf, matrix
+    encap_keygen = _existing([
+        Target("mceliece-weight-vector", "the error vector from its t secret positions",
+               _k(matrix, "weight_vector"), weight, secret_args=("ind",), **{**algs, "kind": "kernel"}),
+        Target("mceliece-syndrome", "encapsulation's syndrome H e (e secret, public key fixed)",
+               _k(matrix, "syndrome_from_public_key"), syndrome, secret_args=("e",), **{**algs, "kind": "kernel"}),
+        Target("mceliece-sort-network", "key generation's sorting network on tagged random words (secret)",
+               _k(benes, "sort_network"), sort_keys, secret_args=("a",), **{**algs, "kind": "kernel"}),
+        Target("mceliece-control-bits", "Benes control bits of the secret permutation", _k(benes, "control_bits"),
+               permutation, secret_args=("pi",), **{**algs, "kind": "kernel"}),
+        Target("mceliece-genpoly", "the Goppa polynomial as the minimal polynomial of a secret f",
+               _k(gf, "genpoly"), goppa, secret_args=("f",), **{**algs, "kind": "kernel"}),
+    ])
+
     preimage = getattr(decode, "decap_preimage", None)
     kernels = [] if preimage is None else [
         Target("mceliece-decap-preimage-key", "decapsulation's compiled core (decoding, implicit rejection): "
@@ -377,7 +422,7 @@ def _mceliece_targets():
                secret_args=("g", "cond", "s"), classes=("malformed", "valid"),
                trace_inputs=preimage_validity_pair, **{**algs, "kind": "kernel"}),
     ]
-    return kernels + [
+    return encap_keygen + kernels + [
         Target("mceliece-decap-validity", "whole decapsulation under one key: a valid ciphertext with one "
                "syndrome bit flipped (implicit rejection) vs a valid ciphertext", mceliece.decapsulate,
                validity, secret_args=("sk",), classes=("malformed", "valid"), **algs),
