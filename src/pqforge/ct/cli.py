@@ -62,6 +62,8 @@ def cmd_run(args) -> int:
 def cmd_trace(args) -> int:
     from . import registry, trace
     targets = [registry.get(n) for n in args.target] if args.target else registry.traceable()
+    if args.alg and not args.target:  # all targets of that algorithm
+        targets = [t for t in targets if not t.algs or args.alg.lower() in (a.lower() for a in t.algs)]
     if not targets:
         print("no trace-checkable targets registered")
         return 0
@@ -104,7 +106,8 @@ def add_parser(sub) -> None:
 
     s = cts.add_parser("trace", help="deterministic check: identical control flow for two secrets")
     s.add_argument("--target", action="append", help="target (repeatable; default all trace-checkable)")
-    s.add_argument("--alg", help="algorithm (default: each target's first)")
+    s.add_argument("--alg", help="algorithm (default: each target's first); without --target, only the "
+                   "targets of that algorithm")
     s.add_argument("--pairs", type=_positive, default=2, help="secret pairs per target (default 2)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--opcodes", action="store_true",
