@@ -27,12 +27,11 @@ big GF(16) products as exact binary GEMMs (``pqforge.gpu.tensor``; CuPy on the G
 on the CPU one), with the key matrix prepared once per key object. Same bytes as the default
 ``path="bitsliced"``.
 
-CPU parallelism. The compiled kernels of ``kernels.py`` are plain ``njit`` functions and hold
-the GIL while they run, so threads calling them one by one would not overlap. The loops here
-(``_verify_chunk``, ``_sign_chunk``) are compiled with ``nogil=True`` and call those kernels
-natively, so a whole chunk of a batch runs without the GIL and the threads of the pool run on
-separate cores. Hashing (hashlib) and byte handling stay in Python, per element, around the
-compiled chunk. Each distinct key is expanded once per call and shared by its elements.
+CPU parallelism. The compiled loops here (``_verify_chunk``, ``_sign_chunk``) run a whole chunk
+of a batch through the per-instance cores of ``kernels.py`` (``evaluate_public``,
+``sign_attempt``) without the GIL, so the threads of the pool run on separate cores; hashing
+(hashlib) and byte handling stay in Python, per element, around the compiled chunk. Each
+distinct key is expanded once per call and shared by its elements.
 
 Bad input. Mismatched list lengths raise ``InvalidInput`` before any work. In verification a
 signature or key of the wrong length makes that element ``False``; the others are unaffected.
