@@ -84,23 +84,26 @@ def _mul_add(limbs):                 # one bitsliced scalar multiply-accumulate:
 
 
 def op_counts(p) -> dict:
-    """Word (or scalar) operations of one call of each kernel, for parameter set p."""
+    """Word (or scalar) operations of one call of each kernel, for parameter set p.
+
+    The product kernels split each scalar into four bit masks and, per (scalar, m-vector)
+    term, do one AND and one XOR per word for each bit: 8 W word operations a term.
+    """
     n, m, o, v, k, W, limbs = p.n, p.m, p.o, p.v, p.k, p.words, p.limbs
     E = k * (k + 1) // 2
-    combine = 4 * 8 * W + 4 * _mul_add(limbs)           # _combine_buckets: bit-sums then x-powers
-    eval_public = k * W * n * (n + 1) // 2 + n * k * combine + k * k * (n * W + combine)
 
-    def mul_transposed(J, R, C, suffix):
-        cols = C * W if not suffix else W * (C + 1) / 2
-        return 2 * 4 * J * R * cols + R * C * 4 * _mul_add(limbs)
-    sign_products = mul_transposed(v, k, o, False) + mul_transposed(v, k, v, True) + mul_transposed(v, k, k, False)
-    whip_verify = E * (m * 12 + m) + (E) * 4 * 10                         # scalar ops
-    whip_sign = whip_verify + E * o * 2 * (m * 13) + E * 4 * k * o * 10  # scalar ops
+    def product(J, R, C, triangular):
+        terms = R * (J * (J + 1) // 2 if triangular else J * C)
+        return 8 * W * terms + R * C * 4 * _mul_add(limbs)
+    pairs_verify = product(n, k, n, True) + product(n, k, k, False)                  # s^T P, then (s^T P) s
+    sign_products = product(v, k, o, False) + product(v, k, v, True) + product(v, k, k, False)
+    whip_verify = E * (m * 12 + m) + E * 4 * 10                                      # scalar ops
+    whip_sign = whip_verify + E * o * 2 * (m * 13) + E * 4 * k * o * 10                # scalar ops
     ko = k * o
     Wa = 4 * ((ko + 1 + 63) // 64)
     solve = ko * m * (2 * Wa + 2 * _mul_add(Wa // 4) // 2 + 12) + m * (ko * 12 + m * 4 * (Wa // 4) * 2)
-    return {"eval_public (verify)": ("word", eval_public), "whip (verify)": ("scalar", whip_verify),
-            "mul_transposed x3 (sign)": ("word", sign_products), "whip (sign)": ("scalar", whip_sign),
+    return {"quadratic_pairs (verify)": ("word", pairs_verify), "whip (verify)": ("scalar", whip_verify),
+            "products (sign)": ("word", sign_products), "whip (sign)": ("scalar", whip_sign),
             "sample_solution (sign)": ("word", solve)}
 
 
@@ -113,12 +116,11 @@ def _kernel_calls(p, sk, msg):
     S = batch.signature_vectors(p, [sig])[0]
     f_tail = np.array(p.f_tail, np.int64)
     U = np.zeros((p.k, p.k, p.words), np.uint64)
-    kernels.eval_public(epk.P, S, U)
+    kernels.quadratic_pairs(S, epk.P, U)
     V = np.random.default_rng(0).integers(0, 16, (p.k, p.v), dtype=np.uint8)
     Vt = np.ascontiguousarray(V.T)
     M = np.zeros((p.k, p.o, p.words), np.uint64)
-    VP1 = np.zeros((p.k, p.v, p.words), np.uint64)
-    Ut = np.zeros((p.k, p.k, p.words), np.uint64)
+    Uv = np.zeros((p.k, p.k, p.words), np.uint64)
     A = np.zeros((p.m, p.k * p.o), np.uint8)
     y = np.zeros(p.m, np.uint8)
     r = np.zeros(p.k * p.o, np.uint8)
@@ -126,17 +128,16 @@ def _kernel_calls(p, sk, msg):
 
     def products():
         kernels.mul_transposed(Vt, esk.L, False, M)
-        kernels.mul_transposed(Vt, esk.P1, True, VP1)
-        kernels.mul_transposed(Vt, np.ascontiguousarray(VP1.transpose(1, 0, 2)), False, Ut)
+        kernels.quadratic_pairs(V, esk.P1, Uv)
 
     products()
-    kernels.whip(Ut, M, p.m, f_tail, y, A)
+    kernels.whip(Uv, M, p.m, f_tail, y, A)
     empty_m, empty_a = np.zeros((p.k, 0, p.words), np.uint64), np.zeros((p.m, 0), np.uint8)
     return {
-        "eval_public (verify)": lambda: kernels.eval_public(epk.P, S, U),
+        "quadratic_pairs (verify)": lambda: kernels.quadratic_pairs(S, epk.P, U),
         "whip (verify)": lambda: kernels.whip(U, empty_m, p.m, f_tail, y, empty_a),
-        "mul_transposed x3 (sign)": products,
-        "whip (sign)": lambda: kernels.whip(Ut, M, p.m, f_tail, y, A),
+        "products (sign)": products,
+        "whip (sign)": lambda: kernels.whip(Uv, M, p.m, f_tail, y, A),
         "sample_solution (sign)": lambda: kernels.sample_solution(A.copy(), y, r, x),
     }
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..gf16 import unbitslice
+from ..mayo import scheme
 
 
 def x_powers_bits(elements, xp):
@@ -114,8 +115,9 @@ class PreparedPublicKey:
     """The key matrix of P for tensor verification (built once; ``xp`` numpy or cupy)."""
 
     def __init__(self, p, P_words: np.ndarray, xp=np, dtype=np.float32):
+        """``P_words``: the expanded public key's P, packed upper triangular (as scheme keeps it)."""
         self.p, self.xp, self.dtype = p, xp, dtype
-        self.K = key_matrix(P_words, p.m, xp, dtype)     # (4 n, n 4 m)
+        self.K = key_matrix(scheme.dense_upper(P_words, p.n), p.m, xp, dtype)     # (4 n, n 4 m)
 
     def evaluate(self, S):
         """U (R, k, k, m) elements: U[r, i, j] = s_i^T P s_j for signature vectors S (R, k, n)."""
@@ -135,8 +137,10 @@ class PreparedSecretKey:
     """The key matrix of [L | P1] for tensor signing (secret; built once per key)."""
 
     def __init__(self, p, L_words: np.ndarray, P1_words: np.ndarray, xp=np, dtype=np.float32):
+        """``P1_words``: the expanded secret key's P1, packed upper triangular."""
         self.p, self.xp, self.dtype = p, xp, dtype
-        self.K = key_matrix(np.concatenate([L_words, P1_words], axis=1), p.m, xp, dtype)   # (4 v, (o + v) 4 m)
+        P1 = scheme.dense_upper(P1_words, p.v)
+        self.K = key_matrix(np.concatenate([L_words, P1], axis=1), p.m, xp, dtype)   # (4 v, (o + v) 4 m)
 
     def products(self, V):
         """(M, U) for vinegar vectors V (R, k, v): M (R, k, o, m) = v_i^T L, U (R, k, k, m) = v_i^T P1 v_j."""
@@ -178,7 +182,7 @@ def sign_chunk(p, esk, prepared: PreparedSecretKey, messages, randomness) -> lis
     the bitsliced CPU kernels. A first attempt without full rank falls back to ``scheme.sign``.
     """
     from ..gf16 import bitslice
-    from ..mayo import batch, kernels, scheme
+    from ..mayo import batch, kernels
     from ..symmetric import shake256
     k, o, v, m = p.k, p.o, p.v, p.m
     vr_len = k * p.v_bytes + p.r_bytes

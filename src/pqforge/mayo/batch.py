@@ -27,12 +27,11 @@ big GF(16) products as exact binary GEMMs (``pqforge.gpu.tensor``; CuPy on the G
 on the CPU one), with the key matrix prepared once per key object. Same bytes as the default
 ``path="bitsliced"``.
 
-CPU parallelism. The compiled kernels of ``kernels.py`` are plain ``njit`` functions and hold
-the GIL while they run, so threads calling them one by one would not overlap. The loops here
-(``_verify_chunk``, ``_sign_chunk``) are compiled with ``nogil=True`` and call those kernels
-natively, so a whole chunk of a batch runs without the GIL and the threads of the pool run on
-separate cores. Hashing (hashlib) and byte handling stay in Python, per element, around the
-compiled chunk. Each distinct key is expanded once per call and shared by its elements.
+CPU parallelism. The compiled loops here (``_verify_chunk``, ``_sign_chunk``) run a whole chunk
+of a batch through the per-instance cores of ``kernels.py`` (``evaluate_public``,
+``sign_attempt``) without the GIL, so the threads of the pool run on separate cores; hashing
+(hashlib) and byte handling stay in Python, per element, around the compiled chunk. Each
+distinct key is expanded once per call and shared by its elements.
 
 Bad input. Mismatched list lengths raise ``InvalidInput`` before any work. In verification a
 signature or key of the wrong length makes that element ``False``; the others are unaffected.
@@ -187,17 +186,12 @@ def _verify_chunk(P, S, T, f_tail, out):
 
     Public data only (verification). Runs without the GIL.
     """
-    B, k, _ = S.shape
+    B = S.shape[0]
     m = T.shape[1]
-    W = P.shape[2]
-    U = np.zeros((k, k, W), np.uint64)
-    Mnone = np.zeros((k, 0, W), np.uint64)
-    Anone = np.zeros((m, 0), np.uint8)
     y = np.zeros(m, np.uint8)
     for b in range(B):
-        kernels.eval_public(P, S[b], U)
         y[:] = 0
-        kernels.whip(U, Mnone, m, f_tail, y, Anone)
+        kernels.evaluate_public(S[b], P, f_tail, y)
         same = True
         for e in range(m):
             same &= y[e] == T[b, e]          # public comparison: the verdict is public
@@ -215,22 +209,9 @@ def _sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
     """
     B, k, v = V.shape
     o = O.shape[1]
-    m = T.shape[1]
-    W = L.shape[2]
     x = np.zeros(k * o, np.uint8)
     for b in range(B):
-        Vt = np.ascontiguousarray(V[b].T)
-        M = np.zeros((k, o, W), np.uint64)
-        kernels.mul_transposed(Vt, L, False, M)
-        VP1 = np.zeros((k, v, W), np.uint64)
-        kernels.mul_transposed(Vt, P1, True, VP1)
-        Ut = np.zeros((k, k, W), np.uint64)
-        kernels.mul_transposed(Vt, np.ascontiguousarray(VP1.transpose((1, 0, 2))), False, Ut)
-        U = np.ascontiguousarray(Ut.transpose((1, 0, 2)))
-        y = T[b].copy()
-        A = np.zeros((m, k * o), np.uint8)
-        kernels.whip(U, M, m, f_tail, y, A)
-        ok[b] = kernels.sample_solution(A, y, R[b], x)
+        ok[b] = kernels.sign_attempt(V[b], R[b], P1, L, T[b], f_tail, x)
         kernels.assemble_signature(V[b], O, x, n, S[b])
 
 
@@ -553,29 +534,6 @@ def generate_seeds(p: MayoParams, n, rng=None) -> list[bytes]:
     return draw_randomness(rng, int(n), p.sk_seed_bytes)
 
 
-@nb.njit(nogil=True, cache=True)
-def _p3_chunk(O, P1, P2, P3):
-    """P3 = O^T P1 O + O^T P2 (before Upper) for one key. Secret: O (and so P3). Runs without the GIL."""
-    o, v = P3.shape[0], P1.shape[0]
-    W = P1.shape[2]
-    OtP1 = np.zeros((o, v, W), np.uint64)
-    kernels.mul_transposed(O, P1, True, OtP1)
-    P3t = np.zeros((o, o, W), np.uint64)
-    kernels.mul_transposed(O, np.ascontiguousarray(OtP1.transpose((1, 0, 2))), False, P3t)
-    P3[:] = P3t.transpose((1, 0, 2))
-    kernels.mul_transposed(O, P2, False, P3)
-
-
-def public_key_from_seed(p: MayoParams, seed_sk: bytes) -> bytes:
-    """The same bytes as ``scheme.public_key_from_seed``, with the products in a GIL-free kernel."""
-    seed_pk, o_bytes = scheme._seed_expansion(p, seed_sk)
-    O = scheme.decode_oil(p, o_bytes)
-    _, P1, P2 = scheme._public_matrices(p, seed_pk)
-    P3 = np.zeros((p.o, p.o, p.words), np.uint64)
-    _p3_chunk(np.ascontiguousarray(O), P1, P2, P3)
-    return seed_pk + scheme.encode_upper(p, scheme.upper(P3))
-
-
 def public_keys_from_seeds(p: MayoParams, seeds, backend=None, threads=None) -> list[bytes]:
     """cpk for each secret seed (the heavy half of key generation), on the thread pool."""
     out: list = [None] * len(seeds)
@@ -585,7 +543,7 @@ def public_keys_from_seeds(p: MayoParams, seeds, backend=None, threads=None) -> 
 
     def work(lo, hi):
         for i in range(lo, hi):
-            out[i] = public_key_from_seed(p, seeds[i])
+            out[i] = scheme.public_key_from_seed(p, seeds[i])
 
     _run_chunks(work, len(seeds), threads)
     return out

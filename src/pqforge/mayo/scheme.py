@@ -35,6 +35,14 @@ def decode_upper(params: MayoParams, data, size: int) -> np.ndarray:
     return decode_mvecs(params, data, size * (size + 1) // 2)
 
 
+def dense_upper(packed: np.ndarray, size: int) -> np.ndarray:
+    """A packed upper-triangular matrix as a dense (size, size, W) array, zeros below the diagonal
+    (for consumers that want plain row/column indexing, such as the tensor path's GEMMs)."""
+    dense = np.zeros((size, size, packed.shape[1]), np.uint64)
+    dense[np.triu_indices(size)] = packed
+    return dense
+
+
 def encode_upper(params: MayoParams, square: np.ndarray) -> bytes:
     """Encode the upper triangle (row by row) of a dense square matrix of m-vectors."""
     return encode_mvecs(params, square[np.triu_indices(square.shape[0])])
