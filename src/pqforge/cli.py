@@ -307,6 +307,9 @@ def main(argv=None) -> int:
         parser.error("--count must be at least 1")
     try:
         return args.func(args)
+    except BrokenPipeError:  # output piped into a reader that stopped (e.g. head)
+        sys.stderr.close()
+        return 0
     except (_UsageError, PQForgeError, OSError) as exc:
         print(f"pqforge: error: {exc}", file=sys.stderr)
         return 2
