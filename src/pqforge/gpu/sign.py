@@ -27,7 +27,7 @@ import numpy as np
 from numba import cuda, int64, uint8, uint64
 
 from . import keccak
-from .verify import entry_decoder, gf16_mul, mul_add_scalar
+from .verify import gf16_mul, mul_add_scalar
 
 ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -78,7 +78,7 @@ def kernels_for(p):
     MPE = m + E
     SEEDBUF = PKS + OB
     HB = DIG + SALT + SKB + 1         # digest || salt || seed_sk || ctr (and digest || R || seed_sk)
-    decode_entry = entry_decoder(p)
+    decode_entry = _decoder(p)
     # array shapes must be compile-time constants: products computed here, not in the kernels
     OW, KV, M1, KN1, KOW, KKW, KW = o * W, k * v, m + 1, k * n + 1, KO * W, k * k * W, k * W
 
@@ -414,3 +414,31 @@ def _entry(row, col, la):
     one = uint64(1)
     return int64(((row[w] >> b) & one) | (((row[la + w] >> b) & one) << one)
                  | (((row[2 * la + w] >> b) & one) << uint64(2)) | (((row[3 * la + w] >> b) & one) << uint64(3)))
+
+
+def _decoder(p):
+    """The nibble -> bitsliced entry decoder of the verification kernels, for these sizes."""
+    m, limbs, W, mb = p.m, p.limbs, p.words, p.m_bytes
+
+    @cuda.jit(device=True)
+    def decode_entry(src, off, words):
+        for w in range(W):
+            words[w] = uint64(0)
+        for chunk in range(0, mb, 8):
+            word = uint64(0)
+            for t in range(8):
+                if chunk + t < mb:
+                    word |= uint64(src[off + chunk + t]) << uint64(8 * t)
+            base = 2 * chunk
+            for q in range(4):
+                x = (word >> uint64(q)) & uint64(0x1111111111111111)
+                x = (x | (x >> uint64(3))) & uint64(0x0303030303030303)
+                x = (x | (x >> uint64(6))) & uint64(0x000F000F000F000F)
+                x = (x | (x >> uint64(12))) & uint64(0x000000FF000000FF)
+                x = (x | (x >> uint64(24))) & uint64(0xFFFF)
+                words[q * limbs + (base >> 6)] |= x << uint64(base & 63)
+        if m % 64 != 0:
+            keep = (uint64(1) << uint64(m % 64)) - uint64(1)
+            for q in range(4):
+                words[q * limbs + limbs - 1] &= keep
+    return decode_entry

@@ -56,9 +56,20 @@ def mul_add_scalar(acc, ao, a, s, limbs):
 
 
 @lru_cache(maxsize=None)
-def entry_decoder(p):
-    """The device function decode_entry(src, off, words) for the sizes of parameter set ``p``."""
-    m, limbs, W, mb = p.m, p.limbs, p.words, p.m_bytes
+def kernels_for(p):
+    """(assemble, verify) kernels compiled for the MAYO parameter set ``p``."""
+    n, m, o, v, k = p.n, p.m, p.o, p.v, p.k
+    limbs, W, mb = p.limbs, p.words, p.m_bytes
+    P1_bytes, P3_OFF = p.P1_bytes, p.pk_seed_bytes
+    E = k * (k + 1) // 2
+    KN = k * n
+    KKW = k * k * W
+    KW = k * W
+    MB2 = 2 * p.digest_bytes + p.salt_bytes       # local buffer for digest || salt
+    DIG, SALT, SIG = p.digest_bytes, p.salt_bytes, p.sig_bytes
+    f0, f1, f2, f3 = p.f_tail
+    MPE = m + E
+    MM = ((m + 1) // 2) * 2
 
     @cuda.jit(device=True)
     def decode_entry(src, off, words):
@@ -86,26 +97,6 @@ def entry_decoder(p):
             keep = (uint64(1) << uint64(m % 64)) - uint64(1)
             for q in range(4):
                 words[q * limbs + limbs - 1] &= keep
-    return decode_entry
-
-
-@lru_cache(maxsize=None)
-def kernels_for(p):
-    """(assemble, verify) kernels compiled for the MAYO parameter set ``p``."""
-    n, m, o, v, k = p.n, p.m, p.o, p.v, p.k
-    limbs, W, mb = p.limbs, p.words, p.m_bytes
-    P1_bytes, P3_OFF = p.P1_bytes, p.pk_seed_bytes
-    E = k * (k + 1) // 2
-    KN = k * n
-    KKW = k * k * W
-    KW = k * W
-    MB2 = 2 * p.digest_bytes + p.salt_bytes       # local buffer for digest || salt
-    DIG, SALT, SIG = p.digest_bytes, p.salt_bytes, p.sig_bytes
-    f0, f1, f2, f3 = p.f_tail
-    MPE = m + E
-    MM = ((m + 1) // 2) * 2
-
-    decode_entry = entry_decoder(p)
 
     @cuda.jit
     def assemble(ks, cpk, P):
