@@ -50,18 +50,33 @@ def assemble_from_keystream(p, ks, cpk_d):
     return P
 
 
-def run_verify(p, P_d, key_of: np.ndarray, messages: list[bytes], sigs: list[bytes]) -> np.ndarray:
-    """Verdicts (bool) for signatures under the device keys P_d[key_of[i]]."""
-    _, verify = kernels_for(p)
-    B = len(sigs)
-    offsets = np.zeros(B + 1, np.int64)
+def _messages_on_device(messages: list[bytes]):
+    """The messages as one device byte array and their offsets (the kernels' input form)."""
+    offsets = np.zeros(len(messages) + 1, np.int64)
     offsets[1:] = np.cumsum([len(m) for m in messages])
     data = np.frombuffer(b"".join(messages) + b"\0", np.uint8)
-    S = np.frombuffer(b"".join(sigs), np.uint8).reshape(B, p.sig_bytes)
-    PS = cuda.device_array((B, p.k, p.n, p.words), np.uint64)
+    return cuda.to_device(data), cuda.to_device(offsets)
+
+
+def verify_launch(p, P_d, key_of: np.ndarray, messages: list[bytes], sigs: list[bytes]):
+    """(launch, out): inputs copied to the device, and ``launch(threads=None)``, which runs the
+    verification kernel into the device array ``out`` (split so that the benchmark can time the
+    kernel alone, with any number of threads per block)."""
+    _, verify = kernels_for(p)
+    B = len(sigs)
+    data, offsets = _messages_on_device(messages)
+    args = (P_d, cuda.to_device(key_of.astype(np.int32)), data, offsets,
+            cuda.to_device(np.frombuffer(b"".join(sigs), np.uint8).reshape(B, p.sig_bytes)),
+            cuda.device_array((B, p.k, p.n, p.words), np.uint64))
     out = cuda.device_array(B, np.uint8)
-    verify[B, _tpb()](P_d, cuda.to_device(key_of.astype(np.int32)), cuda.to_device(data), cuda.to_device(offsets),
-                      cuda.to_device(S), PS, out, cuda.to_device(keccak.RHO), cuda.to_device(keccak.RC))
+    rho, rc = cuda.to_device(keccak.RHO), cuda.to_device(keccak.RC)
+    return (lambda threads=None: verify[B, threads or _tpb()](*args, out, rho, rc)), out
+
+
+def run_verify(p, P_d, key_of: np.ndarray, messages: list[bytes], sigs: list[bytes]) -> np.ndarray:
+    """Verdicts (bool) for signatures under the device keys P_d[key_of[i]]."""
+    launch, out = verify_launch(p, P_d, key_of, messages, sigs)
+    launch()
     return out.copy_to_host().astype(bool)
 
 
@@ -154,25 +169,32 @@ def keygen(p, seeds: list[bytes]) -> list[bytes]:
     return out
 
 
-def run_sign(p, keys: dict, key_of: np.ndarray, messages: list[bytes], randomness: list[bytes]) -> list[bytes]:
-    """Signatures under the prepared device keys keys[...][key_of[i]], salt randomness given per message."""
+def sign_launch(p, keys: dict, key_of: np.ndarray, messages: list[bytes], randomness: list[bytes]):
+    """(launch, out, status): inputs copied to the device, and ``launch(threads=None)``, which runs
+    the signing kernel into the device arrays ``out`` (signatures) and ``status`` (negative: no
+    solution)."""
     from .sign import kernels_for as sign_kernels
     sign = sign_kernels(p)[3]
     B = len(messages)
-    offsets = np.zeros(B + 1, np.int64)
-    offsets[1:] = np.cumsum([len(m) for m in messages])
-    data = np.frombuffer(b"".join(messages) + b"\0", np.uint8)
+    data, offsets = _messages_on_device(messages)
     rand = np.frombuffer(b"".join(randomness), np.uint8).reshape(B, p.salt_bytes)
     E = p.k * (p.k + 1) // 2
     KO = p.k * p.o
-    VP1 = cuda.device_array((B, p.k, p.v, p.words), np.uint64)
-    Aext = cuda.device_array((B, p.m + E, KO + 1), np.uint8)
-    rows = cuda.device_array((B, p.m, 4 * ((KO + 64) // 64)), np.uint64)
+    scratch = (cuda.device_array((B, p.k, p.v, p.words), np.uint64),                 # v_i^T P1
+               cuda.device_array((B, p.m + E, KO + 1), np.uint8),                    # the linear system
+               cuda.device_array((B, p.m, 4 * ((KO + 64) // 64)), np.uint64))        # its bitsliced rows
     out = cuda.device_array((B, p.sig_bytes), np.uint8)
     status = cuda.device_array(B, np.int64)
-    sign[B, _tpb()](cuda.to_device(key_of.astype(np.int32)), keys["seeds"], keys["O"], keys["P1"], keys["L"],
-                    cuda.to_device(data), cuda.to_device(offsets), cuda.to_device(rand), VP1, Aext, rows, out,
-                    status, cuda.to_device(keccak.RHO), cuda.to_device(keccak.RC))
+    args = (cuda.to_device(key_of.astype(np.int32)), keys["seeds"], keys["O"], keys["P1"], keys["L"],
+            data, offsets, cuda.to_device(rand), *scratch, out, status,
+            cuda.to_device(keccak.RHO), cuda.to_device(keccak.RC))
+    return (lambda threads=None: sign[B, threads or _tpb()](*args)), out, status
+
+
+def run_sign(p, keys: dict, key_of: np.ndarray, messages: list[bytes], randomness: list[bytes]) -> list[bytes]:
+    """Signatures under the prepared device keys keys[...][key_of[i]], salt randomness given per message."""
+    launch, out, status = sign_launch(p, keys, key_of, messages, randomness)
+    launch()
     st = status.copy_to_host()
     if (st < 0).any():   # probability far below 2^-256, as on the CPU
         raise RuntimeError("MAYO signing found no full-rank system in 256 attempts")
