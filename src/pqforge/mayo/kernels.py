@@ -303,6 +303,94 @@ def _gt_mask(a, b):
 
 
 @nb.njit(**_JIT)
+def _echelon_form(rows, ko):
+    """Bring the augmented rows [A | y] (m, W) to echelon form with pivots 1; returns rank(A).
+
+    Constant time: every row takes part in every column step, through masks. Secret: the rows,
+    and the pivot positions and running pivot row derived from them. The rows are transposed
+    to (W, m) so that each step is a loop over all rows for one word, which vectorises. Per
+    column: the pivot is the first row at or below the pivot row with a nonzero entry (a scan
+    over per-row masks); normalised to 1 it replaces the pivot row, whose old content moves to
+    the pivot's place (a masked swap); every row below adds its entry times the pivot.
+    """
+    m, W = rows.shape
+    limbs = W // 4
+    R = np.ascontiguousarray(rows.T)                # R[i, rr]: word i of row rr
+    e = np.zeros(m, np.int64)                       # each row's entry in the column
+    sel = np.zeros(m, np.uint64)                    # the pivot's row (one-hot mask)
+    at = np.zeros(m, np.uint64)                     # the pivot row (one-hot mask)
+    put = np.zeros(m, np.uint64)                    # the pivot row, when the column has a pivot
+    swap = np.zeros(m, np.uint64)                   # the pivot's row, when it is not the pivot row
+    f = np.zeros((4, m), np.uint64)                 # bit masks of each row's elimination factor
+    piv = np.zeros(W, np.uint64)
+    old = np.zeros(W, np.uint64)
+    scaled = np.zeros(W, np.uint64)
+    one = np.uint64(1)
+    pivot_row = 0
+    for col in range(ko):
+        # with rank m at most ko - m columns are skipped, so rows above this public bound are
+        # never touched (if it is ever violated the rank is below m, which the count reports)
+        first = max(0, col - (ko - m))
+        lo = col >> 6                               # rows at or below the pivot row are zero left of col
+        sh = np.uint64(col & 63)
+        # unsigned row indices: numba then emits no negative-index wraparound, which would
+        # keep LLVM from vectorising these loops over rows
+        rows_u = range(np.uint64(first), np.uint64(m))
+        for rr in rows_u:
+            e[rr] = np.int64(((R[lo, rr] >> sh) & one) | (((R[limbs + lo, rr] >> sh) & one) << one)
+                             | (((R[2 * limbs + lo, rr] >> sh) & one) << np.uint64(2))
+                             | (((R[3 * limbs + lo, rr] >> sh) & one) << np.uint64(3)))
+        found = np.uint64(0)
+        for rr in range(first, m):
+            s = nonzero_mask(e[rr]) & ~_gt_mask(pivot_row, rr) & ~found
+            sel[rr] = s
+            found |= s
+        for rr in range(first, m):
+            a = _eq_mask(rr, pivot_row)
+            at[rr] = a
+            put[rr] = a & found
+            swap[rr] = sel[rr] & ~a
+            fac = e[rr] & np.int64(_gt_mask(rr, pivot_row) & ~sel[rr] & np.uint64(15))
+            for t in range(4):
+                f[t, rr] = bit_mask(fac, t)
+        for p in range(4):
+            for w in range(lo, limbs):
+                i = p * limbs + w
+                a = np.uint64(0)
+                b = np.uint64(0)
+                Ri = R[i]
+                for rr in rows_u:
+                    a ^= sel[rr] & Ri[rr]
+                    b ^= at[rr] & Ri[rr]
+                piv[i] = a
+                old[i] = b
+        scaled[:] = 0
+        mul_add_scalar_from(scaled, piv, gf16_inv(_entry(piv, col, limbs)), limbs, lo)
+        for w in range(lo, limbs):
+            b0, b1, b2, b3 = scaled[w], scaled[limbs + w], scaled[2 * limbs + w], scaled[3 * limbs + w]
+            for p in range(4):
+                # plane p of fac * scaled = sum_t fac_t x^t scaled (x^t permutes and adds planes)
+                if p == 0:
+                    c0, c1, c2, c3 = b0, b3, b2, b1
+                elif p == 1:
+                    c0, c1, c2, c3 = b1, b0 ^ b3, b3 ^ b2, b2 ^ b1
+                elif p == 2:
+                    c0, c1, c2, c3 = b2, b1, b0 ^ b3, b3 ^ b2
+                else:
+                    c0, c1, c2, c3 = b3, b2, b1, b0 ^ b3
+                i = p * limbs + w
+                si, oi = scaled[i], old[i]
+                Ri = R[i]
+                for rr in rows_u:
+                    x = (Ri[rr] & ~put[rr]) | (si & put[rr])
+                    x = (x & ~swap[rr]) | (oi & swap[rr])
+                    Ri[rr] = x ^ (f[0, rr] & c0) ^ (f[1, rr] & c1) ^ (f[2, rr] & c2) ^ (f[3, rr] & c3)
+        pivot_row += np.int64(found & one)
+    rows[:] = R.T
+    return pivot_row
+
+
+@nb.njit(**_JIT)
 def sample_solution(A, y, r, x):
     """Solve A x = y for x = r + x', x' supported on the pivot columns (the specification's SampleSolution).
 
@@ -333,37 +421,7 @@ def sample_solution(A, y, r, x):
             for p in range(4):
                 rows[e, p * limbs + w] |= compress_nibble_bits(word >> np.uint64(p)) << b
 
-    # echelon form: pivots normalised to 1, zeros below each pivot
-    pivot = np.zeros(W, np.uint64)
-    scaled = np.zeros(W, np.uint64)
-    pivot_row = 0
-    for col in range(ko):
-        # With rank m at most ko - m columns are skipped, so pivot_row >= col - (ko - m): rows
-        # above that bound are never touched. If the bound is ever violated the rank is below
-        # m, which the final pivot count reports all the same (a public, size-only bound).
-        first = max(0, col - (ko - m))
-        # rows at or below the pivot row are zero left of col, so limbs left of col's are skipped
-        lo = col >> 6
-        pivot[:] = 0
-        found = np.uint64(0)
-        for rr in range(first, m):
-            take = np.uint64(_eq_mask(rr, pivot_row)) | (np.uint64(_gt_mask(rr, pivot_row)) & ~found)
-            for p in range(4):
-                for w in range(lo, limbs):
-                    pivot[p * limbs + w] ^= take & rows[rr, p * limbs + w]
-            found = np.uint64(nonzero_mask(np.uint64(_entry(pivot, col, limbs))))
-        scaled[:] = 0
-        mul_add_scalar_from(scaled, pivot, gf16_inv(_entry(pivot, col, limbs)), limbs, lo)
-        for rr in range(first, m):
-            is_pr = np.uint64(_eq_mask(rr, pivot_row)) & found
-            for p in range(4):
-                for w in range(lo, limbs):
-                    i = p * limbs + w
-                    rows[rr, i] = (rows[rr, i] & ~is_pr) | (scaled[i] & is_pr)
-            f = np.int64(_entry(rows[rr], col, limbs)) & np.int64(np.uint64(_gt_mask(rr, pivot_row)) & np.uint64(15))
-            mul_add_scalar_from(rows[rr], scaled, f, limbs, lo)
-        pivot_row += np.int64(found & np.uint64(1))
-    full_rank = pivot_row == m
+    full_rank = _echelon_form(rows, ko) == m
 
     # back substitution from the last row up; each row's pivot column is located as a one-hot
     # bit mask (lowest nonzero column), so it is never used as an index
