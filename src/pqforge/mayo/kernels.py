@@ -247,18 +247,21 @@ def whip(U, M, m, f_tail, y, A):
             for w in range(W):
                 tmp[w] = U[i, j, w] ^ (U[j, i, w] if i != j else np.uint64(0))
             unbitslice_into(tmp, m, u)
+            # views starting at ell and indices from 0: loops that numba's negative-index
+            # handling does not keep from vectorising
+            dst = yext[ell:]
             for e in range(m):
-                yext[ell + e] ^= u[e]
+                dst[e] ^= u[e]
             for c in range(o):
-                dst = cols[i * o + c]
+                dst = cols[i * o + c, ell:]
                 src = Mel[j, c]
                 for e in range(m):
-                    dst[ell + e] ^= src[e]
+                    dst[e] ^= src[e]
                 if i != j:
-                    dst = cols[j * o + c]
+                    dst = cols[j * o + c, ell:]
                     src = Mel[i, c]
                     for e in range(m):
-                        dst[ell + e] ^= src[e]
+                        dst[e] ^= src[e]
             ell += 1
     high = np.zeros((4, E), np.uint8)
     _reduce_mod_f(yext, m, f_tail, high)
