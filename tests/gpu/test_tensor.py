@@ -82,3 +82,61 @@ def test_tensor_products_match_the_bitsliced_kernels():
         Ut = np.zeros((p.k, p.k, p.words), np.uint64)
         kernels.quadratic_pairs(V[b], esk.P1, Ut)
         assert np.array_equal(U[b], unbitslice(Ut, p.m))
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_whip_as_binary_maps_matches_the_whip_kernel(name):
+    """y = sum_ell z^ell (U[i, j] + U[j, i]) mod f(z) through the two GEMM maps, against kernels.whip."""
+    from pqforge.gf16 import bitslice
+    from pqforge.mayo import kernels
+    p = mayo.ALGORITHMS[name].params
+    rng = np.random.default_rng(3)
+    R = 5
+    U = rng.integers(0, 16, (R, p.k, p.k, p.m), dtype=np.uint8)
+    # the pair-product layout [r, i, e, q, j] = bit q of U[r, i, j][e]
+    U_bits = ((U[..., None] >> np.arange(4)) & 1).transpose(0, 1, 3, 4, 2).astype(np.float32)
+    Z, F = tensor.whip_matrices(p)
+    y = tensor.bits_to_elements(tensor.whip_bits(U_bits, Z, F, np).reshape(R, 4, p.m), np)
+    f_tail = np.array(p.f_tail, np.int64)
+    for r in range(R):
+        want = np.zeros(p.m, np.uint8)
+        kernels.whip(bitslice(U[r], p.limbs), np.zeros((p.k, 0, p.words), np.uint64), p.m, f_tail, want,
+                     np.zeros((p.m, 0), np.uint8))
+        assert np.array_equal(y[r], want)
+
+
+def test_pair_products_and_words_match_the_bitsliced_kernels():
+    """U[i, j] = s_i^T P s_j from the verification key matrix, and the signing words, against the kernels."""
+    from pqforge.gf16 import bitslice
+    from pqforge.mayo import kernels
+    p = mayo.MAYO2.params
+    sk = mayo.MAYO2.generate_private_key()
+    P = sk.public_key().expanded().P
+    S = np.random.default_rng(4).integers(0, 16, (3, p.k, p.n), dtype=np.uint8)
+    U = tensor.PreparedPublicKey(p, P).evaluate(S)
+    for r in range(3):
+        want = np.zeros((p.k, p.k, p.words), np.uint64)
+        kernels.quadratic_pairs(S[r], P, want)
+        assert np.array_equal(U[r], unbitslice(want, p.m))
+    esk = sk.expanded()
+    prepared = tensor.PreparedSecretKey(p, esk.L, esk.P1)
+    V = S[:, :, :p.v].copy()
+    M, U = prepared.products(V)
+    Mw, Uw = prepared.words(V)
+    assert np.array_equal(Mw, bitslice(M, p.limbs)) and np.array_equal(Uw, bitslice(U, p.limbs))
+
+
+def test_pipelined_chunks_keep_the_order_and_the_bytes():
+    """Several chunks in flight (hashing of one overlapping the tail of the previous) and one thread."""
+    alg = mayo.MAYO2
+    p = alg.params
+    sk = alg.generate_private_key(rng=NistCtrDrbg(bytes(range(1, 49))))
+    esk = sk.expanded()
+    prepared = tensor.PreparedSecretKey(p, esk.L, esk.P1)
+    msgs = [bytes([i]) * i for i in range(7)]
+    drbg = NistCtrDrbg(bytes(48))
+    randomness = [drbg(p.salt_bytes) for _ in msgs]
+    ref = NistCtrDrbg(bytes(48))
+    want = [sk.sign(msg, rng=ref) for msg in msgs]
+    assert tensor.sign_batch(p, esk, prepared, msgs, randomness, chunk=2) == want
+    assert tensor.sign_chunk(p, esk, prepared, msgs, randomness, threads=1) == want

@@ -7,25 +7,34 @@ m-vectors P (a, b), prepared once per key as the binary matrix
     K[(a, t), (b, q, e)] = bit q of element e of x^t P[a, b]          (4 J rows, C*4*m columns)
 
 the products out[r, b] = sum_a s_r[a] P[a, b] of a whole batch of scalar vectors s_r are one
-binary product (S_bits @ K) mod 2, with S_bits[r, (a, t)] = bit t of s_r[a]. The sums are at
-most 4 J <= 616 < 2048, so a floating-point GEMM (fp16 inputs on a GPU, fp32 on the CPU, both
-exact on such integers) followed by the parity gives the exact GF(2) result.
+binary product (S_bits @ K) mod 2, with S_bits[r, (a, t)] = bit t of s_r[a]. Every GEMM here
+multiplies 0/1 matrices whose integer sums stay at most 2048 (the bound is given at each GEMM),
+so a floating-point GEMM (fp16 inputs and output on a GPU, fp32 on the CPU, both exact on such
+integers) followed by the parity (0/1 again in the GEMM dtype, ready for the next GEMM) is the
+exact GF(2) result.
 
-Verification: PS_i = s_i^T P (one GEMM with the key matrix, all signatures and i at once), then
-U[i, j] = s_j^T PS_i (a batched GEMM, one small product per signature), then the z^ell
-combination modulo f(z) and the comparison with t. Signing: M_i = v_i^T L and v_i^T P1 (one GEMM
-with [L | P1]), then U[i, j] = v_i^T P1 v_j (batched); the linear solve and the rest stay in the
-bitsliced kernels. Each function takes ``xp`` (numpy or cupy), so the same code runs on both.
-Secret in signing: the vinegar bits and every product (only dense arithmetic, no data-driven
-branches or indices); the prepared key matrix of L and P1 is secret too.
+Verification, all on the array module: PS_i = s_i^T P (for the whole chunk at once, in column
+blocks of the upper-triangular P that skip its zero rows), U[i, j] = s_i^T P s_j (a batched GEMM,
+one small product per signature), then the whip y = sum_ell z^ell (U[i, j] + U[j, i]) mod f(z),
+which is GF(2)-linear in the bits of U: two fixed binary maps (``whip_matrices``), then the
+comparison with the target t. About twenty array operations per chunk, whatever the set.
+Signing: M_i = v_i^T L and U[i, j] = v_i^T P1 v_j the same way, handed to the host as bitsliced
+words; the whip with its matrix A, the constant-time solve and the assembly run in the compiled
+kernels on all cores, overlapped with the next chunk's hashing and GEMMs. Each function takes
+``xp`` (numpy or cupy), so the same code runs on both. Secret in signing: the vinegar bits and
+every product (only dense arithmetic, no data-driven branches or indices); the prepared key
+matrices of L and P1 too.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+import numba as nb
 import numpy as np
 
 from ..gf16 import unbitslice
-from ..mayo import scheme
+from ..mayo import kernels, scheme
 
 
 def x_powers_bits(elements, xp):
@@ -38,12 +47,17 @@ def x_powers_bits(elements, xp):
     return xp.stack(out, axis=-3).astype(xp.uint8)
 
 
-def key_matrix(words: np.ndarray, m: int, xp=np, dtype=np.float32):
-    """K (4 J, C * 4 m) for a bitsliced matrix of m-vectors (J, C, W), on the array module xp."""
+def key_matrix(words: np.ndarray, m: int, xp=np, dtype=np.float32, coefficient_major: bool = False):
+    """K (4 J, C * 4 m) for a bitsliced matrix of m-vectors (J, C, W), on the array module xp.
+
+    Columns (c, q, e) by default; with ``coefficient_major`` (e, c, q), so that a row of the
+    product, reshaped (m, 4 C), is the left operand of the pair products without a transpose.
+    """
     J, C, _ = words.shape
     e = xp.asarray(unbitslice(words, m))                 # (J, C, m)
     bits = x_powers_bits(e, xp)                         # (J, C, 4t, 4q, m)
-    return xp.ascontiguousarray(bits.transpose(0, 2, 1, 3, 4).reshape(4 * J, C * 4 * m)).astype(dtype)
+    order = (0, 2, 4, 1, 3) if coefficient_major else (0, 2, 1, 3, 4)
+    return xp.ascontiguousarray(bits.transpose(order).reshape(4 * J, C * 4 * m)).astype(dtype)
 
 
 def scalar_bits(s, xp, dtype=np.float32):
@@ -51,165 +65,338 @@ def scalar_bits(s, xp, dtype=np.float32):
     return xp.stack([(s >> t) & 1 for t in range(4)], axis=-1).reshape(s.shape[:-1] + (4 * s.shape[-1],)).astype(dtype)
 
 
+def scalar_powers(s, xp, dtype=np.float32):
+    """(R, k, J) scalars -> (R, 4 J, 4 k) bits, [r, (b, t), (q, j)] = bit q of x^t s[r, j, b]."""
+    R, k, J = s.shape
+    return x_powers_bits(s, xp).transpose(0, 4, 2, 3, 1).reshape(R, 4 * J, 4 * k).astype(dtype)
+
+
 def parity(x, xp):
-    """Exact integer-valued floats (or ints) -> their parity as uint8."""
-    return (xp.rint(x).astype(xp.int32) & 1).astype(xp.uint8)
+    """Integer-valued floats -> their parity, in place and in the same dtype (0.0 or 1.0).
+
+    One ``fmod`` pass on a GPU; on numpy, whose fmod is a libm call per element (twenty times
+    slower), x - 2 floor(x / 2) in four streaming passes. Both exact on these integers.
+    """
+    if xp is not np:
+        return xp.fmod(x, 2, out=x)
+    h = x * 0.5
+    np.floor(h, out=h)
+    h += h
+    x -= h
+    return x
 
 
 def left_products(s, K, C: int, m: int, xp, dtype=np.float32):
-    """out[..., c, q, e] bits of sum_a s[..., a] P[a, c] for the prepared K of P: shape (..., C, 4, m)."""
+    """out[..., c, q, e] bits of sum_a s[..., a] P[a, c] for the prepared K of P: uint8 (..., C, 4, m)."""
     Sb = scalar_bits(s, xp, dtype)
     lead = Sb.shape[:-1]
-    prod = Sb.reshape(-1, Sb.shape[-1]) @ K
-    return parity(prod, xp).reshape(lead + (C, 4, m))
+    prod = parity(Sb.reshape(-1, Sb.shape[-1]) @ K, xp)
+    return prod.astype(xp.uint8).reshape(lead + (C, 4, m))
+
+
+TRIANGLE_BLOCKS = 4
+"""Column blocks of an upper-triangular key (P, P1): block [lo, hi) needs rows a < hi only, so
+four equal blocks do 5/8 of the dense products (eight: 9/16, for twice the launches)."""
+
+
+def triangle_blocks(dense: np.ndarray, m: int, xp=np, dtype=np.float32, count: int = TRIANGLE_BLOCKS):
+    """[(lo, hi, K)]: coefficient-major key matrices of the columns lo..hi-1 of an upper-triangular
+    (J, J, W) matrix of m-vectors, rows 0..hi-1 (the rows below are zero in those columns)."""
+    J = dense.shape[0]
+    edges = np.linspace(0, J, count + 1).round().astype(int)
+    return [(lo, hi, key_matrix(dense[:hi, lo:hi], m, xp, dtype, coefficient_major=True))
+            for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
+
+
+def pair_products(S, blocks, m: int, xp, dtype=np.float32):
+    """Bits of U[r, i, j] = s_i^T P s_j as (R, k, m, 4, k), [r, i, e, q, j] = bit q of U[r, i, j][e].
+
+    S: (R, k, J) scalars; blocks: ``triangle_blocks`` of P. Per block, the columns of PS = S P
+    for the whole chunk (one GEMM), then per signature PS_i[b] * s_j[b] summed over the block's b
+    (a batched GEMM whose right operand carries the x-powers of the few scalars, so the large
+    operand PS is read as it comes out of the first GEMM), accumulated over the blocks. Sums:
+    at most 4 J in both (before the last parity, over all blocks together).
+    """
+    R, k, J = S.shape
+    Sb = scalar_bits(S, xp, dtype).reshape(R * k, 4 * J)
+    X = scalar_powers(S, xp, dtype)                                         # [r, (b, t), (q, j)]
+    U = None
+    for lo, hi, K in blocks:
+        PS = parity(Sb[:, :4 * hi] @ K, xp).reshape(R, k * m, 4 * (hi - lo))   # [r, (i, e), (b, t)]
+        part = xp.matmul(PS, X[:, 4 * lo:4 * hi])                               # [r, (i, e), (q, j)]
+        if U is None:
+            U = part
+        else:
+            U += part
+    return parity(U, xp).reshape(R, k, m, 4, k)
 
 
 def bits_to_elements(bits, xp):
     """(..., 4, m) bits -> (..., m) elements."""
+    bits = bits.astype(xp.uint8)
     return (bits[..., 0, :] | (bits[..., 1, :] << 1) | (bits[..., 2, :] << 2) | (bits[..., 3, :] << 3)).astype(xp.uint8)
 
 
-def pair_products(S_left, PS_bits, xp, dtype=np.float32):
-    """U[r, i, j] = sum_b S_left[r, j, b] * PS[r, i, b] as elements (R, k, k, m).
-
-    PS_bits: (R, k, n, 4, m) bits of PS[r, i, b]; one batched GEMM per batch element.
-    """
-    R, k, n, _, m = PS_bits.shape
-    ps = bits_to_elements(PS_bits, xp)                  # (R, k, n, m)
-    Q = x_powers_bits(ps, xp)                           # (R, k, n, 4t, 4q, m)
-    Q = Q.transpose(0, 2, 3, 1, 4, 5).reshape(R, 4 * n, k * 4 * m).astype(dtype)   # rows (b, t)
-    Sb = scalar_bits(S_left, xp, dtype)                 # (R, k_j, 4 n)
-    U = parity(xp.matmul(Sb, Q), xp).reshape(R, k, k, 4, m)                       # [r, j, i, q, e]
-    return bits_to_elements(U, xp).transpose(0, 2, 1, 3)                          # [r, i, j, e]
+def element_bits(e, xp):
+    """(..., m) elements -> (..., 4, m) bits (uint8)."""
+    return xp.stack([(e >> q) & 1 for q in range(4)], axis=-2).astype(xp.uint8)
 
 
-def gf16_mul_vec(a, c: int, xp):
-    """a * c for an array of elements a and a public constant c (shifts and masks)."""
-    a = a.astype(xp.int32)
-    p = xp.zeros_like(a)
-    for t in range(4):
-        if (c >> t) & 1:
-            p ^= a << t
-    top = p & 0x70
-    return ((p ^ (top >> 4) ^ (top >> 3)) & 0xF).astype(xp.uint8)
+def pair_elements(U_bits, xp):
+    """Pair-product bits (R, k, m, 4, k) -> U (R, k, k, m) elements, U[r, i, j]."""
+    return bits_to_elements(U_bits.transpose(0, 1, 4, 3, 2), xp)
 
 
-def whip_y(U, m: int, f_tail, xp):
-    """y[r] = sum_ell z^ell (U[r, i, j] + U[r, j, i]) mod f(z), ell over pairs i <= j (j descending)."""
-    R, k = U.shape[0], U.shape[1]
-    E = k * (k + 1) // 2
-    y = xp.zeros((R, m + E), xp.uint8)
-    ell = 0
+@lru_cache(maxsize=None)
+def _whip_matrices_host(p):
+    """(Z, F) as uint8 on the host; see ``whip_matrices``."""
+    k, m, E = p.k, p.m, p.pairs
+    if E + 3 > m:   # z^(m+d) = z^d f_tail(z) must land below z^m (true for every MAYO set)
+        raise ValueError(f"{p.name}: one reduction pass needs k(k+1)/2 + 3 <= m")
+    ell = np.zeros((k, k), np.int64)            # ell of the pair {i, j}: i ascending, j descending
+    pos = 0
     for i in range(k):
         for j in range(k - 1, i - 1, -1):
-            u = U[:, i, j] if i == j else U[:, i, j] ^ U[:, j, i]
-            y[:, ell:ell + m] ^= u
-            ell += 1
-    for d in range(m + E - 1, m - 1, -1):
-        for t in range(4):
-            y[:, d - m + t] ^= gf16_mul_vec(y[:, d], f_tail[t], xp)
-    return y[:, :m]
+            ell[i, j] = ell[j, i] = pos
+            pos += 1
+    e = np.arange(m)
+    Z = np.zeros((k, k, m, m + E), np.uint8)    # U[i, j][e] -> coefficient ell + e of z^ell u_ell
+    for i in range(k):
+        for j in range(k):
+            Z[i, j, e, ell[i, j] + e] = 1
+    F = np.zeros((4, m + E, 4, m), np.uint8)    # bit t of coefficient c -> bits of x^t z^c mod f
+    for t in range(4):
+        F[t, e, t, e] = 1
+    tail = x_powers_bits(np.array(p.f_tail, np.uint8), np)      # [t, q, u] = bit q of x^t f_tail[u]
+    for d in range(E):
+        F[:, m + d, :, d:d + 4] = tail                           # z^(m+d) = z^d f_tail(z)
+    return Z.reshape(k * k * m, m + E), F.reshape(4 * (m + E), 4 * m)
+
+
+def whip_matrices(p, xp=np, dtype=np.float32):
+    """The whip as two binary maps (Z, F), built once per parameter set (public constants).
+
+    y = sum_ell z^ell (U[i, j] + U[j, i]) mod f(z) is GF(2)-linear in the bits of U, and keeps
+    bit planes apart until the reduction, so it factors into
+    Z (k k m, m + E): per bit plane, U[i, j][e] -> coefficient ell(i, j) + e of the unreduced
+    sum (a column has one entry per ordered pair: sums <= k^2 <= 144), and
+    F (4 (m + E), 4 m): bit t of coefficient c -> the bits of x^t z^c mod f(z) (a column has at
+    most 1 + 4 * 4 entries: its own coefficient, and 4 bits of each of the 4 high coefficients
+    that reduce onto it). One dense map for all of it would need sums up to 4 k^2 m (~80000 for
+    MAYO-5), past fp16's exact range, and 4x the products.
+    """
+    Z, F = _whip_matrices_host(p)
+    return xp.asarray(Z).astype(dtype), xp.asarray(F).astype(dtype)
+
+
+def whip_bits(U_bits, Z, F, xp):
+    """y bits (R, 4 m), [r, (q, e)], of the whip of U given as pair-product bits (R, k, m, 4, k)."""
+    R, k, m = U_bits.shape[:3]
+    planes = U_bits.transpose(0, 3, 1, 4, 2).reshape(4 * R, k * k * m)     # [(r, q), (i, j, e)]
+    ext = parity(planes @ Z, xp)                                           # [(r, q), c]
+    return parity(ext.reshape(R, -1) @ F, xp)                             # [r, (q, e)]
+
+
+def words_on_host(bits, limbs: int, xp) -> np.ndarray:
+    """(..., 4, m) bits -> (..., 4 limbs) uint64 on the host, the bitsliced layout of ``gf16``.
+
+    Bytes are packed where the bits are (a weighted sum: no branches), so the transfer is a byte
+    per eight bits, and the host only reinterprets them as little-endian words.
+    """
+    lead, m = bits.shape[:-2], bits.shape[-1]
+    padded = xp.zeros(lead + (4, 64 * limbs), xp.uint8)
+    padded[..., :m] = bits
+    weights = xp.asarray(np.array([1, 2, 4, 8, 16, 32, 64, 128], np.uint8))
+    packed = (padded.reshape(lead + (4, 8 * limbs, 8)) * weights).sum(axis=-1, dtype=xp.uint8)
+    host = np.ascontiguousarray(_host(packed))
+    return host.view("<u8").reshape(lead + (4 * limbs,))
+
+
+def _host(a) -> np.ndarray:
+    return a.get() if hasattr(a, "get") else a
+
+
+def nibbles(raw, count: int, xp):
+    """(R, nbytes) nibble-packed bytes -> (R, count) elements (low nibble first), on xp."""
+    return xp.stack([raw & 15, raw >> 4], axis=-1).reshape(raw.shape[0], -1)[:, :count]
 
 
 class PreparedPublicKey:
-    """The key matrix of P for tensor verification (built once; ``xp`` numpy or cupy)."""
+    """The key matrix of P and the whip maps for tensor verification (built once; ``xp`` numpy or cupy)."""
 
     def __init__(self, p, P_words: np.ndarray, xp=np, dtype=np.float32):
         """``P_words``: the expanded public key's P, packed upper triangular (as scheme keeps it)."""
         self.p, self.xp, self.dtype = p, xp, dtype
-        self.K = key_matrix(scheme.dense_upper(P_words, p.n), p.m, xp, dtype)     # (4 n, n 4 m)
+        self.blocks = triangle_blocks(scheme.dense_upper(P_words, p.n), p.m, xp, dtype)
+        self.Z, self.F = whip_matrices(p, xp, dtype)
 
     def evaluate(self, S):
         """U (R, k, k, m) elements: U[r, i, j] = s_i^T P s_j for signature vectors S (R, k, n)."""
-        p, xp = self.p, self.xp
-        S = xp.asarray(S)
-        PS = left_products(S, self.K, p.n, p.m, xp, self.dtype)        # (R, k, n, 4, m)
-        return pair_products(S, PS, xp, self.dtype)
+        xp = self.xp
+        return pair_elements(pair_products(xp.asarray(S), self.blocks, self.p.m, xp, self.dtype), xp)
 
     def verify(self, S, T):
-        """Verdicts for signature vectors S (R, k, n) and targets T (R, m)."""
+        """Verdicts for signature vectors S (R, k, n) and targets T (R, m), on xp."""
         xp = self.xp
-        y = whip_y(self.evaluate(S), self.p.m, self.p.f_tail, xp)
-        return xp.all(y == xp.asarray(T), axis=1)
+        y = whip_bits(pair_products(xp.asarray(S), self.blocks, self.p.m, xp, self.dtype), self.Z, self.F, xp)
+        t = element_bits(xp.asarray(T), xp).reshape(y.shape)
+        return xp.all(y == t, axis=1)
 
 
 class PreparedSecretKey:
-    """The key matrix of [L | P1] for tensor signing (secret; built once per key)."""
+    """The key matrices of L and P1 for tensor signing (secret; built once per key)."""
 
     def __init__(self, p, L_words: np.ndarray, P1_words: np.ndarray, xp=np, dtype=np.float32):
         """``P1_words``: the expanded secret key's P1, packed upper triangular."""
         self.p, self.xp, self.dtype = p, xp, dtype
-        P1 = scheme.dense_upper(P1_words, p.v)
-        self.K = key_matrix(np.concatenate([L_words, P1], axis=1), p.m, xp, dtype)   # (4 v, (o + v) 4 m)
+        self.KL = key_matrix(L_words, p.m, xp, dtype)                                   # (4 v, o 4 m)
+        self.P1_blocks = triangle_blocks(scheme.dense_upper(P1_words, p.v), p.m, xp, dtype)
+
+    def _bits(self, V):
+        """(bits of M_i = v_i^T L (R, k, o, 4, m), pair-product bits of v_i^T P1 v_j)."""
+        p, xp = self.p, self.xp
+        V = xp.asarray(V)
+        return (left_products(V, self.KL, p.o, p.m, xp, self.dtype),
+                pair_products(V, self.P1_blocks, p.m, xp, self.dtype))
 
     def products(self, V):
         """(M, U) for vinegar vectors V (R, k, v): M (R, k, o, m) = v_i^T L, U (R, k, k, m) = v_i^T P1 v_j."""
-        p, xp = self.p, self.xp
-        V = xp.asarray(V)
-        prod = left_products(V, self.K, p.o + p.v, p.m, xp, self.dtype)   # (R, k, o + v, 4, m)
-        M = bits_to_elements(prod[:, :, :p.o], xp)
-        VP1 = prod[:, :, p.o:]                                            # bits of v_i^T P1
-        return M, pair_products(V, VP1, xp, self.dtype)
+        M, U = self._bits(V)
+        return bits_to_elements(M, self.xp), pair_elements(U, self.xp)
+
+    def words(self, V):
+        """(M, U) as bitsliced words on the host: (R, k, o, W) and (R, k, k, W) uint64."""
+        M, U = self._bits(V)
+        limbs = self.p.limbs
+        return words_on_host(M, limbs, self.xp), words_on_host(U.transpose(0, 1, 4, 3, 2), limbs, self.xp)
 
 
-# -- whole batches (host hashing as in the CPU backend; the products as GEMMs) -------------------
+# -- whole batches -------------------------------------------------------------------------------
 
-def verify_batch(p, prepared: PreparedPublicKey, messages, sigs, chunk: int = 256) -> np.ndarray:
-    """Verdicts for well-formed signatures under one prepared key, ``chunk`` signatures per GEMM."""
+DEVICE_HASH_MIN = 1024
+"""Smallest batch whose targets are hashed on the GPU, where the two SHAKE256 launches and their
+copies (a fixed cost) are outweighed by hashlib's per-element cost: 65536 MAYO-2 targets took
+43 ms on an H200 against 270 ms with hashlib on its host. The break-even was not measured; 1024
+is a conservative guess."""
+
+
+def default_chunk(p, xp, dtype=np.float16) -> int:
+    """Signatures per chunk in verification: 256 on numpy; on a GPU as many as keep PS, the
+    largest operand (k m 4 n entries per signature), near 2 GiB (it is built a block at a time)."""
+    if xp is np:
+        return 256
+    return max(1, (2 << 30) // (p.k * p.m * 4 * p.n * np.dtype(dtype).itemsize))
+
+
+def _targets_on_device(p, messages, salts: np.ndarray) -> np.ndarray:
+    """t bytes (R, m_bytes) hashed on the GPU: SHAKE256(SHAKE256(M, digest) || salt, m_bytes)."""
+    from . import keccak
+    digests = keccak.shake256_many(list(messages), p.digest_bytes)
+    return keccak.shake256_many(list(np.ascontiguousarray(np.concatenate([digests, salts], axis=1))), p.m_bytes)
+
+
+def verify_batch(p, prepared: PreparedPublicKey, messages, sigs, chunk: int | None = None) -> np.ndarray:
+    """Verdicts for well-formed signatures under one prepared key, ``chunk`` signatures per GEMM
+    (``default_chunk`` when None).
+
+    The targets are hashed on the host with numpy, and on the GPU (``keccak``) with cupy from
+    ``DEVICE_HASH_MIN`` signatures on; the signatures are decoded where the GEMMs run, and the
+    verdicts come back once, so the chunks queue on the device without waiting for each other.
+    """
     from ..mayo import batch
-    out = np.zeros(len(sigs), bool)
-    for lo in range(0, len(sigs), chunk):
-        part = sigs[lo:lo + chunk]
-        S = batch.signature_vectors(p, part)
-        T = batch.targets(p, messages[lo:lo + chunk], [s[p.sig_bytes - p.salt_bytes:] for s in part])
-        ok = prepared.verify(S, T)
-        out[lo:lo + len(part)] = np.asarray(ok.get() if hasattr(ok, "get") else ok, bool)
-    return out
+    xp = prepared.xp
+    count = len(sigs)
+    if count == 0:
+        return np.zeros(0, bool)
+    chunk = chunk or default_chunk(p, xp, prepared.dtype)
+    raw = np.frombuffer(b"".join(sigs), np.uint8).reshape(count, p.sig_bytes)
+    if xp is np or count < DEVICE_HASH_MIN:
+        T = xp.asarray(batch.targets(p, messages, [s[p.sig_bytes - p.salt_bytes:] for s in sigs]))
+    else:
+        T = nibbles(xp.asarray(_targets_on_device(p, messages, raw[:, p.sig_bytes - p.salt_bytes:])), p.m, xp)
+    body = xp.asarray(np.ascontiguousarray(raw[:, :(p.k * p.n + 1) // 2]))
+    verdicts = [prepared.verify(nibbles(body[lo:lo + chunk], p.k * p.n, xp).reshape(-1, p.k, p.n), T[lo:lo + chunk])
+                for lo in range(0, count, chunk)]
+    return np.asarray(_host(xp.concatenate(verdicts)), bool)
 
 
 def sign_batch(p, esk, prepared: PreparedSecretKey, messages, randomness, chunk: int = 256) -> list[bytes]:
-    """Signatures in chunks of ``chunk`` messages (see ``sign_chunk``)."""
-    out = []
+    """Signatures in chunks of ``chunk`` messages (see ``sign_chunk``), pipelined: while the
+    threads finish one chunk, the main thread hashes the next and runs its GEMMs."""
+    out, pending = [], None
     for lo in range(0, len(messages), chunk):
-        out += sign_chunk(p, esk, prepared, messages[lo:lo + chunk], randomness[lo:lo + chunk])
-    return out
+        started = _SignChunk(p, esk, prepared, messages[lo:lo + chunk], randomness[lo:lo + chunk])
+        if pending is not None:
+            out += pending.result()
+        pending = started
+    return out + (pending.result() if pending is not None else [])
 
 
-def sign_chunk(p, esk, prepared: PreparedSecretKey, messages, randomness) -> list[bytes]:
+def sign_chunk(p, esk, prepared: PreparedSecretKey, messages, randomness, threads=None) -> list[bytes]:
     """Signatures with the salt randomness given per message: the same bytes as ``scheme.sign``.
 
-    The products run as GEMMs; the combination, the constant-time solve and the assembly run in
-    the bitsliced CPU kernels. A first attempt without full rank falls back to ``scheme.sign``.
+    The products run as GEMMs; the whip, the constant-time solve and the assembly run in the
+    compiled kernels on ``threads`` threads (all cores by default). A first attempt without
+    full rank falls back to ``scheme.sign``.
     """
-    from ..gf16 import bitslice
-    from ..mayo import batch, kernels
-    from ..symmetric import shake256
-    k, o, v, m = p.k, p.o, p.v, p.m
-    vr_len = k * p.v_bytes + p.r_bytes
-    digests = [shake256(msg, p.digest_bytes) for msg in messages]
-    salts = [shake256(d + r + esk.seed_sk, p.salt_bytes) for d, r in zip(digests, randomness)]
-    T = np.ascontiguousarray(batch.nibbles_rows(np.frombuffer(
-        b"".join(shake256(d + s, p.m_bytes) for d, s in zip(digests, salts)), np.uint8).reshape(-1, p.m_bytes), m))
-    raw = np.frombuffer(b"".join(shake256(d + s + esk.seed_sk + b"\x00", vr_len) for d, s in zip(digests, salts)),
-                        np.uint8).reshape(-1, vr_len)
-    V = np.ascontiguousarray(batch.nibbles_rows(raw[:, :k * p.v_bytes].reshape(-1, p.v_bytes), v).reshape(-1, k, v))
-    R = np.ascontiguousarray(batch.nibbles_rows(raw[:, k * p.v_bytes:], k * o))
-    M, U = prepared.products(V)
-    if hasattr(M, "get"):
-        M, U = M.get(), U.get()
-    Mw = bitslice(M, p.limbs)                      # (B, k, o, W)
-    Uw = bitslice(U, p.limbs)                      # (B, k, k, W)
-    f_tail = np.array(p.f_tail, np.int64)
-    out = []
+    return _SignChunk(p, esk, prepared, messages, randomness, threads).result()
+
+
+@nb.njit(nogil=True, cache=True)
+def _finish_chunk(Mw, Uw, T, R, V, O, f_tail, n, S, ok):
+    """Per element: the whip (y = t - sum z^ell u, and A), SampleSolution and s = (v + O x, x).
+
+    ok[b]: the public rank bit. Secret: everything else; it passes only through the
+    constant-time kernels of ``mayo.kernels``. Runs without the GIL.
+    """
+    B, k, o = Mw.shape[0], Mw.shape[1], Mw.shape[2]
+    m = T.shape[1]
     x = np.zeros(k * o, np.uint8)
-    for b, msg in enumerate(messages):
-        y = T[b].copy()
-        A = np.zeros((m, k * o), np.uint8)
+    y = np.zeros(m, np.uint8)
+    A = np.zeros((m, k * o), np.uint8)
+    for b in range(B):
+        y[:] = T[b]
+        A[:] = 0
         kernels.whip(Uw[b], Mw[b], m, f_tail, y, A)
-        if kernels.sample_solution(A, y, R[b], x):
-            s = np.zeros(k * p.n, np.uint8)
-            kernels.assemble_signature(V[b], esk.O, x, p.n, s)
-            out.append(batch.pack_rows(s[None])[0].tobytes() + salts[b])
-        else:
-            out.append(scheme.sign(p, esk, msg, batch._replay(randomness[b])))
-    return out
+        ok[b] = kernels.sample_solution(A, y, R[b], x)
+        kernels.assemble_signature(V[b], O, x, n, S[b])
+
+
+class _SignChunk:
+    """One chunk of signing, started on construction (hashing, GEMMs, the tail handed to the
+    thread pool) and collected by ``result()``."""
+
+    def __init__(self, p, esk, prepared: PreparedSecretKey, messages, randomness, threads=None):
+        from ..mayo import batch
+        from ..symmetric import shake256
+        k, o, v, m = p.k, p.o, p.v, p.m
+        self.p, self.esk, self.messages, self.randomness = p, esk, messages, randomness
+        vr_len = k * p.v_bytes + p.r_bytes
+        digests = [shake256(msg, p.digest_bytes) for msg in messages]
+        self.salts = salts = [shake256(d + r + esk.seed_sk, p.salt_bytes) for d, r in zip(digests, randomness)]
+        T = np.ascontiguousarray(batch.nibbles_rows(np.frombuffer(
+            b"".join(shake256(d + s, p.m_bytes) for d, s in zip(digests, salts)), np.uint8).reshape(-1, p.m_bytes), m))
+        raw = np.frombuffer(b"".join(shake256(d + s + esk.seed_sk + b"\x00", vr_len) for d, s in zip(digests, salts)),
+                            np.uint8).reshape(-1, vr_len)
+        V = np.ascontiguousarray(batch.nibbles_rows(raw[:, :k * p.v_bytes].reshape(-1, p.v_bytes), v).reshape(-1, k, v))
+        R = np.ascontiguousarray(batch.nibbles_rows(raw[:, k * p.v_bytes:], k * o))
+        Mw, Uw = prepared.words(V)
+        self.S = S = np.zeros((len(messages), k * p.n), np.uint8)
+        self.ok = ok = np.zeros(len(messages), np.bool_)
+        f_tail = np.array(p.f_tail, np.int64)
+
+        def work(lo, hi):
+            _finish_chunk(Mw[lo:hi], Uw[lo:hi], T[lo:hi], R[lo:hi], V[lo:hi], esk.O, f_tail, p.n, S[lo:hi], ok[lo:hi])
+
+        threads = batch.cpu_threads() if threads is None else int(threads)
+        pool = batch._executor(threads)
+        self.parts = [pool.submit(work, lo, hi) for lo, hi in batch._chunks(len(messages), threads)]
+
+    def result(self) -> list[bytes]:
+        from ..mayo import batch
+        for part in self.parts:
+            part.result()
+        packed = batch.pack_rows(self.S)
+        return [packed[b].tobytes() + self.salts[b] if self.ok[b]
+                else scheme.sign(self.p, self.esk, msg, batch._replay(self.randomness[b]))   # rank-deficient (rare)
+                for b, msg in enumerate(self.messages)]
