@@ -16,11 +16,20 @@ from .verify import kernels_for
 
 THREADS_PER_BLOCK = 64
 SIMULATOR_THREADS_PER_BLOCK = 8
+# Block size of the per-instance kernels (verification, signing) where another one measured
+# better. H200, kernels alone, batch 16384 (BENCHMARKS.md): MAYO-2 verification 4.5 M/s with 32
+# threads against 2.8 M/s with 64, signing 347 k/s against 203 k/s. Not measured for the other sets.
+INSTANCE_THREADS = {"MAYO-2": 32}
 
 
 def _tpb() -> int:
     from . import simulator_enabled
     return SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else THREADS_PER_BLOCK
+
+
+def _instance_tpb(p) -> int:
+    from . import simulator_enabled
+    return SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else INSTANCE_THREADS.get(p.name, THREADS_PER_BLOCK)
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -70,7 +79,7 @@ def verify_launch(p, P_d, key_of: np.ndarray, messages: list[bytes], sigs: list[
             cuda.device_array((B, p.k, p.n, p.words), np.uint64))
     out = cuda.device_array(B, np.uint8)
     rho, rc = cuda.to_device(keccak.RHO), cuda.to_device(keccak.RC)
-    return (lambda threads=None: verify[B, threads or _tpb()](*args, out, rho, rc)), out
+    return (lambda threads=None: verify[B, threads or _instance_tpb(p)](*args, out, rho, rc)), out
 
 
 def run_verify(p, P_d, key_of: np.ndarray, messages: list[bytes], sigs: list[bytes]) -> np.ndarray:
@@ -188,7 +197,7 @@ def sign_launch(p, keys: dict, key_of: np.ndarray, messages: list[bytes], random
     args = (cuda.to_device(key_of.astype(np.int32)), keys["seeds"], keys["O"], keys["P1"], keys["L"],
             data, offsets, cuda.to_device(rand), *scratch, out, status,
             cuda.to_device(keccak.RHO), cuda.to_device(keccak.RC))
-    return (lambda threads=None: sign[B, threads or _tpb()](*args)), out, status
+    return (lambda threads=None: sign[B, threads or _instance_tpb(p)](*args)), out, status
 
 
 def run_sign(p, keys: dict, key_of: np.ndarray, messages: list[bytes], randomness: list[bytes]) -> list[bytes]:
