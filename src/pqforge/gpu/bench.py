@@ -154,21 +154,6 @@ def run(sets=None, sizes=SIZES, budget_s=6.0, total_s=150.0, progress=print, on_
     return rows
 
 
-def _event_seconds(fn, repeats: int = 3) -> float:
-    """Median device time of fn() (CUDA events around it), after one untimed call."""
-    from numba import cuda
-    fn()
-    times = []
-    for _ in range(repeats):
-        start, stop = cuda.event(), cuda.event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) / 1000)
-    return float(np.median(times))
-
-
 def kernel_model(sets, batch: int = 16384, thread_counts=(32, 64, 128, 256), progress=print, rate=None) -> list[dict]:
     """Same-key verification and signing kernels alone (no transfers, no host work) at ``batch``,
     per threads-per-block setting, next to the operation-count model: the word operations of the
@@ -178,7 +163,7 @@ def kernel_model(sets, batch: int = 16384, thread_counts=(32, 64, 128, 256), pro
     from ..bench.batch import op_counts
     from ..mayo import ALGORITHMS
     from . import batch as gb
-    from .rate import word_op_rate
+    from .rate import event_seconds, word_op_rate
     rate = rate or word_op_rate()
     progress(f"device word-operation rate: {rate:.3g}/s")
     rows = [{"kernel": "word-op rate", "ops_per_s": rate}]
@@ -207,7 +192,7 @@ def kernel_model(sets, batch: int = 16384, thread_counts=(32, 64, 128, 256), pro
             for t in thread_counts:
                 try:
                     out.copy_to_device(np.zeros(out.shape, out.dtype))
-                    seconds = _event_seconds(lambda: launch(t), repeats=1)
+                    seconds = event_seconds(lambda: launch(t), repeats=1)
                     if kernel == "verify" and not out.copy_to_host().all():
                         raise AssertionError("a valid signature was rejected")
                     if kernel == "sign" and not out.copy_to_host().any(axis=1).all():
