@@ -14,6 +14,10 @@ whole run stays within a few minutes. The first call of each path is recorded to
 the kernels' compilation. ``--json`` is rewritten after every point, so a run stopped from
 outside keeps what it measured. ``--quick`` (used with the simulator): MAYO-2, batch sizes 1
 and 2, every path exercised (no total budget to speak of).
+
+Then (unless ``--quick`` or ``--no-model``) the verification and signing kernels alone, timed
+with CUDA events per block size, next to their operation-count model (``kernel_model``), and
+the registers and local and shared memory of every compiled kernel.
 """
 
 from __future__ import annotations
