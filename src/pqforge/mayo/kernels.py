@@ -64,12 +64,13 @@ def _mul_transposed_core(B, flat, offsets, starts, C, W, out):
                 for g in range(G):
                     a[g] ^= mj[g] & x
         m0, m1, m2, m3 = masks[j0], masks[j0 + 1], masks[j0 + 2], masks[j0 + 3]
-        o0, o1, o2, o3 = offsets[j0], offsets[j0 + 1], offsets[j0 + 2], offsets[j0 + 3]
-        for q in range(common, CW):
+        # unsigned offsets and word index: no negative-index handling in this hot loop
+        o0, o1 = np.uint64(offsets[j0]), np.uint64(offsets[j0 + 1])
+        o2, o3 = np.uint64(offsets[j0 + 2]), np.uint64(offsets[j0 + 3])
+        for q in range(np.uint64(common), np.uint64(CW)):
             x0, x1, x2, x3 = flat[o0 + q], flat[o1 + q], flat[o2 + q], flat[o3 + q]
-            a = acc[q]
             for g in range(G):
-                a[g] ^= (m0[g] & x0) ^ (m1[g] & x1) ^ (m2[g] & x2) ^ (m3[g] & x3)
+                acc[q, g] ^= (m0[g] & x0) ^ (m1[g] & x1) ^ (m2[g] & x2) ^ (m3[g] & x3)
     for j in range(full, J):
         mj = masks[j]
         for q in range(starts[j], CW):
