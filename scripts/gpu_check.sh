@@ -62,10 +62,15 @@ if [ "$SIMULATE" = 1 ] || [ "$QUICK" = 1 ]; then
 fi
 RC=0
 timeout "$LIMIT" python3 - "${BENCH[@]}" <<'PY' 2>&1 | tee "$OUT/check.txt" || RC=$?
+import os
 import sys
 import time
 
 import pytest
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" and hasattr(os, "sched_setaffinity"):
+    # one CPU: the simulator's Python threads are many times slower when they can change cores
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
 from pqforge.gpu import bench
 
