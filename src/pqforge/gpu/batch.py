@@ -94,15 +94,19 @@ def _chunk_size(p) -> int:
     return max(1, (1 << 30) // (8 * p.k * p.n * p.words))
 
 
+def _verify_in_chunks(p, P_d, idx, key_of: np.ndarray, messages, sigs, out) -> None:
+    """out[idx[i]] = verdict of element idx[i] under the device key P_d[key_of[i]], in launches
+    of ``_chunk_size`` signatures."""
+    step = _chunk_size(p)
+    for lo in range(0, len(idx), step):
+        sl = idx[lo:lo + step]
+        out[sl] = run_verify(p, P_d, key_of[lo:lo + step], [messages[j] for j in sl], [sigs[j] for j in sl])
+
+
 def verify_same_key(p, cpk: bytes, messages, sigs, out, good) -> np.ndarray:
     """Verdicts for the well-formed elements ``good`` under one compact key, expanded once on the device."""
     try:
-        P_d = expand_public_keys(p, [cpk])
-        step = _chunk_size(p)
-        for lo in range(0, len(good), step):
-            idx = good[lo:lo + step]
-            out[idx] = run_verify(p, P_d, np.zeros(len(idx), np.int64), [messages[j] for j in idx],
-                                  [sigs[j] for j in idx])
+        _verify_in_chunks(p, expand_public_keys(p, [cpk]), good, np.zeros(len(good), np.int64), messages, sigs, out)
     except Exception as exc:
         if _is_oom(exc):
             raise _oom(len(good)) from exc
@@ -124,11 +128,7 @@ def verify_distinct_keys(p, groups, messages, sigs, out) -> np.ndarray:
                 for i, _ in members:
                     idx.append(i)
                     key_of.append(q)
-            step = _chunk_size(p)
-            for a in range(0, len(idx), step):
-                sl = idx[a:a + step]
-                out[sl] = run_verify(p, P_d, np.array(key_of[a:a + step]), [messages[j] for j in sl],
-                                     [sigs[j] for j in sl])
+            _verify_in_chunks(p, P_d, idx, np.array(key_of, np.int64), messages, sigs, out)
     except Exception as exc:
         if _is_oom(exc):
             raise _oom(len(out)) from exc

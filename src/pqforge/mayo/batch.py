@@ -309,19 +309,18 @@ def draw_randomness(rng, size: int, nbytes: int) -> list[bytes]:
 
 # -- verification --------------------------------------------------------------------------------
 
+def _verify_indices(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs, out, idx):
+    """out[idx] = the verdicts of the well-formed signatures sigs[idx] under one expanded key."""
+    S = signature_vectors(p, [sigs[j] for j in idx])
+    T = targets(p, [messages[j] for j in idx], [sigs[j][p.sig_bytes - p.salt_bytes:] for j in idx])
+    res = np.zeros(len(idx), np.bool_)
+    _verify_chunk(epk.P, S, T, np.array(p.f_tail, np.int64), res)
+    out[idx] = res
+
+
 def _verify_one_key_cpu(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs, out, index, threads):
     """out[index[j]] = verdict of (messages[j], sigs[j]) for well-formed signatures under one key."""
-    f_tail = np.array(p.f_tail, np.int64)
-
-    def work(lo, hi):
-        idx = index[lo:hi]
-        S = signature_vectors(p, [sigs[j] for j in idx])
-        T = targets(p, [messages[j] for j in idx], [sigs[j][p.sig_bytes - p.salt_bytes:] for j in idx])
-        res = np.zeros(len(idx), np.bool_)
-        _verify_chunk(epk.P, S, T, f_tail, res)
-        out[idx] = res
-
-    _run_chunks(work, len(index), threads)
+    _run_chunks(lambda lo, hi: _verify_indices(p, epk, messages, sigs, out, index[lo:hi]), len(index), threads)
 
 
 def verify_many_one_key(p: MayoParams, epk_source, messages, signatures, backend=None, threads=None,
@@ -391,7 +390,6 @@ def _expanded_public(p, key) -> scheme.ExpandedPublicKey:
 
 
 def _verify_groups_cpu(p, groups, messages, sigs, out, threads):
-    f_tail = np.array(p.f_tail, np.int64)
     items = list(groups.values())
     large = [g for g in items if len(g) >= 4 * cpu_threads()]
     small = [g for g in items if len(g) < 4 * cpu_threads()]
@@ -401,13 +399,7 @@ def _verify_groups_cpu(p, groups, messages, sigs, out, threads):
 
     def work(lo, hi):  # one or few elements per key: split the keys across the threads
         for g in small[lo:hi]:
-            epk = _expanded_public(p, g[0][1])
-            idx = [i for i, _ in g]
-            S = signature_vectors(p, [sigs[j] for j in idx])
-            T = targets(p, [messages[j] for j in idx], [sigs[j][p.sig_bytes - p.salt_bytes:] for j in idx])
-            res = np.zeros(len(idx), np.bool_)
-            _verify_chunk(epk.P, S, T, f_tail, res)
-            out[idx] = res
+            _verify_indices(p, _expanded_public(p, g[0][1]), messages, sigs, out, [i for i, _ in g])
 
     _run_chunks(work, len(small), threads)
 
