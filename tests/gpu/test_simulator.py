@@ -3,8 +3,9 @@
 The simulator is switched on by an environment variable read when numba is first imported, so
 it gets a process of its own and the rest of the suite is unaffected. The process is pinned to
 one CPU: the simulator runs each GPU thread as a Python thread, and with the threads free to
-move between cores the interpreter lock bounces between them (measured on 2 cores: 23 s pinned,
-minutes unpinned for the same two signing tests).
+move between cores the interpreter lock bounces between them (2 cores, 2026-11-30: the two
+simulated keygen-and-sign tests took 23 s pinned with taskset; unpinned, a run of
+``scripts/gpu_check.sh --simulate`` was still in them after 15 minutes).
 """
 
 import importlib.util
