@@ -255,6 +255,10 @@ def test_quadratic_pairs_and_public_evaluation():
     got = unbitslice(outs[0], m)
     for e in range(m):
         assert np.array_equal(got[:, :, e], ref_matmul(ref_matmul(S, el[:, :, e]), S.T))
+    for fn in (mk.public_pairs, pure(mk.public_pairs)):     # the bucket kernel of verification
+        U = np.zeros((k, k, 4), np.uint64)
+        fn(S, Pp, U)
+        assert np.array_equal(U, outs[0])
     ys = []
     for fn in (mk.evaluate_public, pure(mk.evaluate_public)):
         y = np.zeros(m, np.uint8)
@@ -262,6 +266,19 @@ def test_quadratic_pairs_and_public_evaluation():
         ys.append(y)
     y_ref, _ = ref_whip(got, np.zeros((k, 0, m), np.uint8), m, tail)
     assert np.array_equal(ys[0], ys[1]) and np.array_equal(ys[0], y_ref)
+
+
+@pytest.mark.parametrize("limbs", [1, 2, 3, 4])
+def test_public_pairs_equals_the_masked_kernel_at_every_vector_size(limbs):
+    # 1-3 limbs run the bucket kernel specialised per size, 4 falls back to the masked kernel
+    rng = np.random.default_rng(limbs)
+    k, size, W = 5, 11, 4 * limbs
+    P = rng.integers(0, 2**63, (size * (size + 1) // 2, W), dtype=np.uint64)
+    X = rng.integers(0, 16, (k, size), dtype=np.uint8)
+    want, got = np.zeros((k, k, W), np.uint64), np.ones((k, k, W), np.uint64)
+    mk.quadratic_pairs(X, P, want)
+    mk.public_pairs(X, P, got)
+    assert np.array_equal(got, want)
 
 
 def test_sign_attempt_solves_the_whipped_system():

@@ -93,6 +93,8 @@ def _gf16_targets():
                **algs),
         Target("gf16-nonzero-mask", "all-ones mask when a word is nonzero: zero word vs random word",
                _k(gk, "nonzero_mask"), word, secret_args=("v",), classes=("zero", "random"), **algs),
+        Target("gf16-nonzero-bit", "1 when a word is nonzero (the mask's arithmetic, no barrier): zero word vs "
+               "random word", _k(gk, "nonzero_bit"), word, secret_args=("v",), classes=("zero", "random"), **algs),
         Target("gf16-bit-mask", "mask of bit t of a secret scalar", _k(gk, "bit_mask"), bit, secret_args=("s",),
                **algs),
         Target("gf16-mul-add-scalar", "acc ^= s * a on bitsliced m-vectors (all secret)", _k(gk, "mul_add_scalar"),

@@ -43,6 +43,55 @@ def _value_barrier_compiled(x):
     return impl
 
 
+@intrinsic
+def _xor4_at(typingctx, dst, d, src, s):
+    """dst[d:d+4] ^= src[s:s+4] on 1-D contiguous uint64 arrays, as one 256-bit load, XOR and
+    store (numba emits four scalar read-modify-writes otherwise). No bounds check."""
+    for arr in (dst, src):
+        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"
+                and arr.dtype == types.uint64):
+            return None
+    sig = types.void(dst, d, src, s)
+
+    def codegen(context, builder, signature, args):
+        vector = ir.VectorType(ir.IntType(64), 4).as_pointer()
+        ptrs = []
+        for arr_type, arr, at, at_type in ((dst, args[0], args[1], signature.args[1]),
+                                           (src, args[2], args[3], signature.args[3])):
+            data = context.make_array(arr_type)(context, builder, arr).data
+            index = context.cast(builder, at, at_type, types.uint64)
+            ptrs.append(builder.bitcast(builder.gep(data, [index]), vector))
+        a = builder.load(ptrs[0])
+        b = builder.load(ptrs[1])
+        a.align = b.align = 8
+        builder.store(builder.xor(a, b), ptrs[0]).align = 8
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+def xor_block(dst, d, src, s, limbs):
+    """dst[d : d + W] ^= src[s : s + W] for one bitsliced vector of W = 4 * len(limbs) words.
+
+    ``limbs`` is a tuple of len(limbs) zeros: its length is part of the compiled type, so a
+    kernel taking it is compiled once per vector size with constant loop bounds, and the
+    block becomes len(limbs) 256-bit operations. Compiled, the indices are not bounds-checked:
+    callers derive them from public sizes and from elements known to be below 16.
+    """
+    n = 4 * len(limbs)
+    dst[d:d + n] ^= src[s:s + n]
+
+
+@overload(xor_block, inline="always")
+def _xor_block_compiled(dst, d, src, s, limbs):
+    if not isinstance(limbs, types.UniTuple):
+        return None
+
+    def impl(dst, d, src, s, limbs):
+        for q in range(len(limbs)):
+            _xor4_at(dst, np.uint64(d) + np.uint64(4 * q), src, np.uint64(s) + np.uint64(4 * q))
+    return impl
+
+
 @nb.njit(cache=True, nogil=True)
 def compress_nibble_bits(x):
     """Bits 0, 4, 8, ..., 60 of x gathered into bits 0..15 (shift-and-mask, no tables)."""
@@ -81,11 +130,18 @@ def gf16_inv(a):
 
 
 @nb.njit(**_INLINE)
-def nonzero_mask(v):
-    """All-ones (as uint64) when v != 0, else 0, without a branch. ``v`` may be secret."""
+def nonzero_bit(v):
+    """1 (as uint64) when v != 0, else 0: arithmetic only, so loops over it still vectorise.
+    ``v`` may be secret."""
     v = np.uint64(v)
     t = (v >> np.uint64(1)) | (v & np.uint64(1))  # < 2^63 and nonzero iff v is; no overflow below
-    return value_barrier(_ONES * ((t + np.uint64(0x7FFFFFFFFFFFFFFF)) >> np.uint64(63)))
+    return (t + np.uint64(0x7FFFFFFFFFFFFFFF)) >> np.uint64(63)
+
+
+@nb.njit(**_INLINE)
+def nonzero_mask(v):
+    """All-ones (as uint64) when v != 0, else 0, without a branch. ``v`` may be secret."""
+    return value_barrier(_ONES * nonzero_bit(v))
 
 
 @nb.njit(**_INLINE)

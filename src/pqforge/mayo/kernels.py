@@ -12,7 +12,7 @@ import numba as nb
 import numpy as np
 
 from ..gf16.kernels import (bit_mask, compress_nibble_bits, gf16_inv, gf16_mul, mul_add_scalar,
-                           mul_add_scalar_from, nonzero_mask)
+                           mul_add_scalar_from, nonzero_bit, nonzero_mask, xor_block)
 
 _JIT = dict(cache=True, nogil=True)  # nogil: batches run kernels on several threads
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -307,19 +307,19 @@ def _gt_mask(a, b):
 
 
 @nb.njit(**_JIT)
-def _echelon_form(rows, ko):
-    """Bring the augmented rows [A | y] (m, W) to echelon form with pivots 1; returns rank(A).
+def _echelon_form(R, ko):
+    """Bring the augmented rows [A | y] to echelon form with pivots 1; returns rank(A).
 
-    Constant time: every row takes part in every column step, through masks. Secret: the rows,
-    and the pivot positions and running pivot row derived from them. The rows are transposed
-    to (W, m) so that each step is a loop over all rows for one word, which vectorises. Per
-    column: the pivot is the first row at or below the pivot row with a nonzero entry (a scan
-    over per-row masks); normalised to 1 it replaces the pivot row, whose old content moves to
-    the pivot's place (a masked swap); every row below adds its entry times the pivot.
+    R (W, m) holds the rows transposed: R[i, rr] is word i of row rr, so that each step is a
+    loop over all rows for one word, which vectorises. Constant time: every row takes part in
+    every column step, through masks. Secret: the rows, and the pivot positions and running
+    pivot row derived from them. Per column: the pivot is the first row at or below the pivot
+    row with a nonzero entry (a scan over per-row masks); normalised to 1 it replaces the pivot
+    row, whose old content moves to the pivot's place (a masked swap); every row below adds its
+    entry times the pivot.
     """
-    m, W = rows.shape
+    W, m = R.shape
     limbs = W // 4
-    R = np.ascontiguousarray(rows.T)                # R[i, rr]: word i of row rr
     e = np.zeros(m, np.int64)                       # each row's entry in the column
     sel = np.zeros(m, np.uint64)                    # the pivot's row (one-hot mask)
     at = np.zeros(m, np.uint64)                     # the pivot row (one-hot mask)
@@ -390,7 +390,6 @@ def _echelon_form(rows, ko):
                     x = (x & ~swap[rr]) | (oi & swap[rr])
                     Ri[rr] = x ^ (f[0, rr] & c0) ^ (f[1, rr] & c1) ^ (f[2, rr] & c2) ^ (f[3, rr] & c3)
         pivot_row += np.int64(found & one)
-    rows[:] = R.T
     return pivot_row
 
 
@@ -408,8 +407,8 @@ def sample_solution(A, y, r, x):
     ncols = ko + 1
     limbs = (ncols + 63) // 64
     W = 4 * limbs
-    # y' = y - A r, then the augmented rows [A | y'] bitsliced
-    rows = np.zeros((m, W), np.uint64)
+    # y' = y - A r, then the augmented rows [A | y'] bitsliced, transposed: R[i, e] is word i of row e
+    R = np.zeros((W, m), np.uint64)
     for e in range(m):
         acc = np.int64(y[e])
         for c in range(ko):
@@ -423,24 +422,29 @@ def sample_solution(A, y, r, x):
             w = c0 >> 6
             b = np.uint64(c0 & 63)
             for p in range(4):
-                rows[e, p * limbs + w] |= compress_nibble_bits(word >> np.uint64(p)) << b
+                R[p * limbs + w, e] |= compress_nibble_bits(word >> np.uint64(p)) << b
 
-    full_rank = _echelon_form(rows, ko) == m
+    full_rank = _echelon_form(R, ko) == m
 
     # back substitution from the last row up; each row's pivot column is located as a one-hot
-    # bit mask (lowest nonzero column), so it is never used as an index
-    yv = np.zeros(m, np.int64)
-    for e in range(m):
-        yv[e] = _entry(rows[e], ko, limbs)
-    xw = np.zeros(W, np.uint64)          # x, bitsliced, starting from r
+    # bit mask (lowest nonzero column), so it is never used as an index. The rows above take
+    # their entries in that column through the mask, all rows at once (a vectorised loop).
+    yv = np.zeros(m, np.int64)                      # the y column
+    for p in range(4):
+        Rp = R[p * limbs + (ko >> 6)]
+        for e in range(m):
+            yv[e] |= np.int64((Rp[e] >> np.uint64(ko & 63)) & np.uint64(1)) << p
+    xw = np.zeros(W, np.uint64)                     # x, bitsliced, starting from r
     for c in range(ko):
         for p in range(4):
             xw[p * limbs + (c >> 6)] |= np.uint64((np.int64(r[c]) >> p) & 1) << np.uint64(c & 63)
     onehot = np.zeros(limbs, np.uint64)
+    bits = np.zeros(m, np.uint64)
+    coef = np.zeros(m, np.int64)
     for rr in range(m - 1, -1, -1):
         found = np.uint64(0)
         for w in range(limbs):
-            nz = rows[rr, w] | rows[rr, limbs + w] | rows[rr, 2 * limbs + w] | rows[rr, 3 * limbs + w]
+            nz = R[w, rr] | R[limbs + w, rr] | R[2 * limbs + w, rr] | R[3 * limbs + w, rr]
             if w == ko >> 6:               # drop the y column and the padding (public position)
                 nz &= (np.uint64(1) << np.uint64(ko & 63)) - np.uint64(1)
             elif w > ko >> 6:
@@ -451,14 +455,21 @@ def sample_solution(A, y, r, x):
         for w in range(limbs):
             for p in range(4):
                 xw[p * limbs + w] ^= onehot[w] & bit_mask(yr, p)
-        for i in range(rr):
-            coef = np.int64(0)
-            for p in range(4):
-                bits = np.uint64(0)
-                for w in range(limbs):
-                    bits |= rows[i, p * limbs + w] & onehot[w]
-                coef |= np.int64(np.uint64(nonzero_mask(bits)) & np.uint64(1)) << p
-            yv[i] ^= gf16_mul(coef, yr)
+        above = range(np.uint64(rr))                # unsigned: no negative-index handling
+        for i in above:
+            coef[i] = 0
+        for p in range(4):
+            for i in above:
+                bits[i] = 0
+            for w in range(limbs):
+                oh = onehot[w]
+                Rw = R[p * limbs + w]
+                for i in above:
+                    bits[i] |= Rw[i] & oh
+            for i in above:
+                coef[i] |= np.int64(nonzero_bit(bits[i])) << p
+        for i in above:
+            yv[i] ^= gf16_mul(coef[i], yr)
     unbitslice_into(xw, ko, x)
     return full_rank
 
@@ -497,6 +508,86 @@ def quadratic_pairs(X, P, U):
 
 
 @nb.njit(**_JIT)
+def _aligned_zeros(count):
+    """``count`` zero words starting on a 64-byte boundary, so no 32-byte block straddles a cache line."""
+    raw = np.zeros(count + 8, np.uint64)
+    skip = (64 - raw.ctypes.data % 64) % 64 // 8
+    return raw[skip:skip + count]
+
+
+@nb.njit(inline="always", **_JIT)
+def _drain_buckets(bins, base, out, at, acc, limbs):
+    """out[at : at + W] ^= sum_v v * bucket v, for the 16 W-word buckets at bins[base:].
+
+    Horner on the bits of v: acc = sum over the buckets whose v has bit t, then times x, from
+    bit 3 down (x * (b0, b1, b2, b3) = (b3, b0 ^ b3, b1, b2) per limb). Public data only."""
+    L = len(limbs)
+    W = 4 * L
+    for q in range(W):
+        acc[q] = 0
+    for t in range(3, -1, -1):
+        for q in range(L):
+            b0, b1, b2, b3 = acc[q], acc[L + q], acc[2 * L + q], acc[3 * L + q]
+            acc[q], acc[L + q], acc[2 * L + q], acc[3 * L + q] = b3, b0 ^ b3, b1, b2
+        for v in range(16):
+            if (v >> t) & 1:
+                xor_block(acc, 0, bins, base + v * W, limbs)
+    xor_block(out, at, acc, 0, limbs)
+
+
+@nb.njit(**_JIT)
+def _public_pairs(X, P, U, limbs):
+    """public_pairs for vectors of W = 4 * len(limbs) words (a compile-time constant)."""
+    k, size = X.shape
+    W = 4 * len(limbs)
+    flat = P.reshape(P.shape[0] * W)
+    bins = _aligned_zeros(k * 16 * W)            # bucket v of x_j: bins[(16 j + v) W ...]
+    pair_bins = _aligned_zeros(k * k * 16 * W)   # bucket v of pair (i, j)
+    Px = np.zeros(k * W, np.uint64)              # (P x_j)_r for each j
+    total = np.zeros(k * W, np.uint64)           # the same summed over rows 0..r
+    acc = np.zeros(W, np.uint64)
+    e = 0
+    for r in range(size):
+        for c in range(r, size):
+            for j in range(k):
+                xor_block(bins, (16 * j + np.int64(X[j, c])) * W, flat, e, limbs)
+            e += W
+        # the buckets are never cleared: they hold rows 0..r, and row r is the change since r-1
+        Px[:] = total
+        total[:] = 0
+        for j in range(k):
+            _drain_buckets(bins, 16 * W * j, total, W * j, acc, limbs)
+        Px ^= total
+        for i in range(k):
+            for j in range(k):
+                xor_block(pair_bins, (16 * (k * i + j) + np.int64(X[i, r])) * W, Px, W * j, limbs)
+    flat_u = U.reshape(k * k * W)
+    flat_u[:] = 0
+    for q in range(k * k):
+        _drain_buckets(pair_bins, q * 16 * W, flat_u, q * W, acc, limbs)
+
+
+@nb.njit(**_JIT)
+def public_pairs(X, P, U):
+    """U[i, j] = x_i^T P x_j, as ``quadratic_pairs``, for public X (verification): X's elements
+    index buckets. First (P x_j)_r = sum_v v * (XOR of the P[r, c] with x_j[c] = v), one
+    bucket XOR per entry and vector; then U[i, j] = sum_v v * (XOR of the (P x_j)_r with
+    x_i[r] = v). That is a quarter of the masked kernel's XORs and none of its ANDs, which is
+    only sound because nothing here is secret. Public data only."""
+    W = P.shape[1]
+    if U.shape[2] != W or not U.flags.c_contiguous:
+        raise ValueError("public_pairs: U must be a contiguous (k, k, W) array")
+    if W == 4:
+        _public_pairs(X, P, U, (0,))
+    elif W == 8:
+        _public_pairs(X, P, U, (0, 0))
+    elif W == 12:
+        _public_pairs(X, P, U, (0, 0, 0))
+    else:                                        # no specialised kernel: the general one
+        quadratic_pairs(X, P, U)
+
+
+@nb.njit(**_JIT)
 def sign_attempt(V, r, P1, L, t, f_tail, x):
     """One attempt of the signing loop for vinegar vectors V (k, v) and randomness r (ko):
     M_i = v_i^T L, U = [v_i^T P1 v_j], the whipped system A x = t - sum z^ell u, then
@@ -523,5 +614,5 @@ def evaluate_public(S, P, f_tail, y):
     W = P.shape[1]
     m = y.shape[0]
     U = np.zeros((k, k, W), np.uint64)
-    quadratic_pairs(S, P, U)
+    public_pairs(S, P, U)
     whip(U, np.zeros((k, 0, W), np.uint64), m, f_tail, y, np.zeros((m, 0), np.uint8))
