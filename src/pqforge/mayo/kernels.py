@@ -295,15 +295,10 @@ def _lowest_bit(x):
 
 
 @nb.njit(**_JIT)
-def _eq_mask(a, b):
-    """All-ones when a == b (small non-negative ints), else 0; branch-free."""
-    return ~nonzero_mask(np.uint64(a ^ b))
-
-
-@nb.njit(**_JIT)
-def _gt_mask(a, b):
-    """All-ones when a > b (ints below 2^62), else 0; branch-free."""
-    return _ONES * np.uint64((np.int64(b) - np.int64(a)) >> 63 & 1)
+def _gt_bit(a, b):
+    """1 when a > b, else 0 (as uint64; both below 2^62); arithmetic only, so loops over it
+    still vectorise."""
+    return np.uint64((np.int64(b) - np.int64(a)) >> 63 & 1)
 
 
 @nb.njit(**_JIT)
@@ -314,7 +309,8 @@ def _echelon_form(R, ko):
     loop over all rows for one word, which vectorises. Constant time: every row takes part in
     every column step, through masks. Secret: the rows, and the pivot positions and running
     pivot row derived from them. Per column: the pivot is the first row at or below the pivot
-    row with a nonzero entry (a scan over per-row masks); normalised to 1 it replaces the pivot
+    row with a nonzero entry (the lowest bit of the candidate rows as a bit string); normalised
+    to 1 it replaces the pivot
     row, whose old content moves to the pivot's place (a masked swap); every row below adds its
     entry times the pivot.
     """
@@ -329,6 +325,7 @@ def _echelon_form(R, ko):
     piv = np.zeros(W, np.uint64)
     old = np.zeros(W, np.uint64)
     scaled = np.zeros(W, np.uint64)
+    row_limbs = (m + 63) // 64
     one = np.uint64(1)
     pivot_row = 0
     for col in range(ko):
@@ -344,19 +341,33 @@ def _echelon_form(R, ko):
             e[rr] = np.int64(((R[lo, rr] >> sh) & one) | (((R[limbs + lo, rr] >> sh) & one) << one)
                              | (((R[2 * limbs + lo, rr] >> sh) & one) << np.uint64(2))
                              | (((R[3 * limbs + lo, rr] >> sh) & one) << np.uint64(3)))
+        # the pivot: the first row at or below the pivot row with a nonzero entry, found on
+        # bit strings of the candidate rows (vectorised loops, no serial scan over rows)
+        pr = np.uint64(pivot_row)
         found = np.uint64(0)
-        for rr in range(first, m):
-            s = nonzero_mask(e[rr]) & ~_gt_mask(pivot_row, rr) & ~found
-            sel[rr] = s
-            found |= s
-        for rr in range(first, m):
-            a = _eq_mask(rr, pivot_row)
-            at[rr] = a
-            put[rr] = a & found
-            swap[rr] = sel[rr] & ~a
-            fac = e[rr] & np.int64(_gt_mask(rr, pivot_row) & ~sel[rr] & np.uint64(15))
-            for t in range(4):
-                f[t, rr] = bit_mask(fac, t)
+        for q in range(row_limbs):
+            base = np.uint64(64 * q)
+            rows_q = range(max(np.uint64(first), base), min(np.uint64(m), base + np.uint64(64)))
+            bits = np.uint64(0)
+            for rr in rows_q:
+                bits |= (nonzero_bit(e[rr]) & ~_gt_bit(pr, rr)) << (rr - base)
+            low = _lowest_bit(bits) & ~found
+            found |= nonzero_mask(bits)
+            # masks of the pivot's row (sel), the pivot row (at), and what each row does: stored
+            # arrays, read back by later loops, so none is a known 0-or-all-ones value there
+            for rr in rows_q:
+                s = _ONES * ((low >> (rr - base)) & one)
+                a = _ONES * (one ^ nonzero_bit(rr ^ pr))
+                sel[rr] = s
+                at[rr] = a
+                swap[rr] = s & ~a
+                fac = np.uint64(e[rr]) & (_ONES * _gt_bit(rr, pr)) & ~s
+                f[0, rr] = _ONES * (fac & one)
+                f[1, rr] = _ONES * ((fac >> one) & one)
+                f[2, rr] = _ONES * ((fac >> np.uint64(2)) & one)
+                f[3, rr] = _ONES * (fac >> np.uint64(3))
+        for rr in rows_u:
+            put[rr] = at[rr] & found
         for p in range(4):
             for w in range(lo, limbs):
                 i = p * limbs + w
