@@ -88,41 +88,57 @@ def op_counts(p) -> dict:
 
     The product kernels split each scalar into four bit masks and, per (scalar, m-vector)
     term, do one AND and one XOR per word for each bit: 8 W word operations a term.
+    Verification's ``public_pairs`` XORs each term into a bucket (W words a term) and combines
+    16 buckets in about 36 W. The CPU whip and solver work on bitsliced words
+    (``whip_bitsliced``, ``sample_solution_bitsliced``); the GPU kernels' formulations (masked
+    products in verification, the whip on elements) have their own entries, which
+    ``pqforge.gpu.bench`` uses.
     """
     n, m, o, v, k, W, limbs = p.n, p.m, p.o, p.v, p.k, p.words, p.limbs
     E = k * (k + 1) // 2
+    ko = k * o
 
     def product(J, R, C, triangular):
         terms = R * (J * (J + 1) // 2 if triangular else J * C)
         return 8 * W * terms + R * C * 4 * _mul_add(limbs)
     pairs_verify = product(n, k, n, True) + product(n, k, k, False)                  # s^T P, then (s^T P) s
+    buckets_verify = W * k * n * (n + 1) // 2 + W * n * k * k + 36 * W * (n * k + k * k)
     sign_products = product(v, k, o, False) + product(v, k, v, True) + product(v, k, k, False)
     whip_verify = E * (m * 12 + m) + E * 4 * 10                                      # scalar ops
     whip_sign = whip_verify + E * o * 2 * (m * 13) + E * 4 * k * o * 10                # scalar ops
-    ko = k * o
+    shift = 16 * limbs                        # a bitsliced vector shifted into place: shift and XOR, 2 words a plane
+    hl = (m + E + 63) // 64 - m // 64
+    reduce = 24 * hl + 8 * limbs + 16 * hl * sum(bin(c).count("1") for c in p.f_tail)
     Wa = 4 * ((ko + 1 + 63) // 64)
-    solve = ko * m * (2 * Wa + 2 * _mul_add(Wa // 4) // 2 + 12) + m * (ko * 12 + m * 4 * (Wa // 4) * 2)
+    echelon = ko * m * (2 * Wa + _mul_add(Wa // 4) + 12)
+    solve = ko * m * 12 + m * m * 4 * (Wa // 4) * 2 + echelon                         # GPU: elements in, rows
+    solve_bitsliced = ko * _mul_add(limbs) + (Wa // 4) * limbs * 4 * 1152 + m * m * 4 * (Wa // 4) * 2 + echelon
     return {"quadratic_pairs (verify)": ("word", pairs_verify), "whip (verify)": ("scalar", whip_verify),
+            "public_pairs (verify)": ("word", buckets_verify),
+            "whip_bitsliced (verify)": ("word", E * shift + reduce),
             "products (sign)": ("word", sign_products), "whip (sign)": ("scalar", whip_sign),
-            "sample_solution (sign)": ("word", solve)}
+            "whip_bitsliced (sign)": ("word", (E + o * k * k) * shift + (ko + 1) * reduce),
+            "sample_solution (sign)": ("word", solve),
+            "sample_solution_bitsliced (sign)": ("word", solve_bitsliced)}
 
 
 def _kernel_calls(p, sk, msg):
-    """Zero-argument callables running each kernel once on real inputs (one instance)."""
+    """Zero-argument callables running each CPU kernel once on real inputs (one instance)."""
     from ..mayo import batch, kernels
     esk = sk.expanded()
     epk = sk.public_key().expanded()
     sig = sk.sign(msg)
     S = batch.signature_vectors(p, [sig])[0]
     f_tail = np.array(p.f_tail, np.int64)
-    U = np.zeros((p.k, p.k, p.words), np.uint64)
-    kernels.quadratic_pairs(S, epk.P, U)
+    W = p.words
+    U = np.zeros((p.k, p.k, W), np.uint64)
+    kernels.public_pairs(S, epk.P, U)
     V = np.random.default_rng(0).integers(0, 16, (p.k, p.v), dtype=np.uint8)
     Vt = np.ascontiguousarray(V.T)
-    M = np.zeros((p.k, p.o, p.words), np.uint64)
-    Uv = np.zeros((p.k, p.k, p.words), np.uint64)
-    A = np.zeros((p.m, p.k * p.o), np.uint8)
-    y = np.zeros(p.m, np.uint8)
+    M = np.zeros((p.k, p.o, W), np.uint64)
+    Uv = np.zeros((p.k, p.k, W), np.uint64)
+    A = np.zeros((W, p.k * p.o), np.uint64)
+    y = np.zeros(W, np.uint64)
     r = np.zeros(p.k * p.o, np.uint8)
     x = np.zeros(p.k * p.o, np.uint8)
 
@@ -131,14 +147,14 @@ def _kernel_calls(p, sk, msg):
         kernels.quadratic_pairs(V, esk.P1, Uv)
 
     products()
-    kernels.whip(Uv, M, p.m, f_tail, y, A)
-    empty_m, empty_a = np.zeros((p.k, 0, p.words), np.uint64), np.zeros((p.m, 0), np.uint8)
+    kernels.whip_bitsliced(Uv, M, p.m, f_tail, y, A)
+    empty_m, empty_a = np.zeros((p.k, 0, W), np.uint64), np.zeros((W, 0), np.uint64)
     return {
-        "quadratic_pairs (verify)": lambda: kernels.quadratic_pairs(S, epk.P, U),
-        "whip (verify)": lambda: kernels.whip(U, empty_m, p.m, f_tail, y, empty_a),
+        "public_pairs (verify)": lambda: kernels.public_pairs(S, epk.P, U),
+        "whip_bitsliced (verify)": lambda: kernels.whip_bitsliced(U, empty_m, p.m, f_tail, y.copy(), empty_a),
         "products (sign)": products,
-        "whip (sign)": lambda: kernels.whip(Uv, M, p.m, f_tail, y, A),
-        "sample_solution (sign)": lambda: kernels.sample_solution(A.copy(), y, r, x),
+        "whip_bitsliced (sign)": lambda: kernels.whip_bitsliced(Uv, M, p.m, f_tail, y.copy(), A.copy()),
+        "sample_solution_bitsliced (sign)": lambda: kernels.sample_solution_bitsliced(A, y, p.m, r, x),
     }
 
 

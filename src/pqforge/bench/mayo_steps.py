@@ -51,9 +51,9 @@ def steps(p: MayoParams) -> dict:
     U = np.zeros((k, k, W), np.uint64)
     kernels.quadratic_pairs(V, esk.P1, U)
     f_tail = np.array(p.f_tail, np.int64)
-    A = np.zeros((m, k * o), np.uint8)
-    y = np.zeros(m, np.uint8)
-    kernels.whip(U, M, m, f_tail, y, A)
+    A = np.zeros((W, k * o), np.uint64)
+    y = np.zeros(W, np.uint64)
+    kernels.whip_bitsliced(U, M, m, f_tail, y, A)
     x = np.zeros(k * o, np.uint8)
     s = decode_nibbles(sig, k * p.n).reshape(k, p.n).copy()
     return {
@@ -67,10 +67,10 @@ def steps(p: MayoParams) -> dict:
         "expand pk (whole)": _cpu_us(lambda: scheme.expand_pk(p, cpk)),
         "sign: v^T L": _cpu_us(lambda: kernels.mul_transposed(Vt, esk.L, False, np.zeros((k, o, W), np.uint64))),
         "sign: v^T P1 v": _cpu_us(lambda: kernels.quadratic_pairs(V, esk.P1, np.zeros((k, k, W), np.uint64))),
-        "sign: whip": _cpu_us(lambda: kernels.whip(U, M, m, f_tail, y.copy(), np.zeros((m, k * o), np.uint8))),
-        "sign: sample solution": _cpu_us(lambda: kernels.sample_solution(A, y, r, x)),
+        "sign: whip": _cpu_us(lambda: kernels.whip_bitsliced(U, M, m, f_tail, y.copy(), np.zeros((W, k * o), np.uint64))),
+        "sign: sample solution": _cpu_us(lambda: kernels.sample_solution_bitsliced(A, y, m, r, x)),
         "sign (whole, expanded)": _cpu_us(lambda: scheme.sign(p, esk, b"m", os.urandom)),
-        "verify: s^T P s": _cpu_us(lambda: kernels.quadratic_pairs(s, epk.P, np.zeros((k, k, W), np.uint64))),
+        "verify: s^T P s": _cpu_us(lambda: kernels.public_pairs(s, epk.P, np.zeros((k, k, W), np.uint64))),
         "verify (whole, expanded)": _cpu_us(lambda: scheme.verify(p, epk, b"m", sig)),
         "SHAKE256 (one call)": _cpu_us(lambda: shake256(vr, k * p.v_bytes + p.r_bytes)),
     }

@@ -138,9 +138,14 @@ def _mayo_kernel_targets():
     def unbitslice(p, rng, fixed):
         return (_mvecs(rng, p), p.m, np.zeros(p.m, np.uint8))
 
-    def reduce(p, rng, fixed):
-        E = p.pairs
-        return (_el(rng, p.m + E), p.m, np.array(p.f_tail, np.int64), np.zeros((4, E), np.uint8))
+    def reduce(p, rng, fixed):             # three unreduced sums of m + E coefficients, as columns
+        from ..gf16 import bitslice
+        xl = (p.m + p.pairs + 63) // 64
+        ext = np.zeros((4 * xl, 3), np.uint64)
+        for c in range(3):
+            ext[:, c] = bitslice(_el(rng, p.m + p.pairs), xl)
+        return (ext, xl, p.m, np.array(p.f_tail, np.int64),
+                np.zeros((p.words, 3), np.uint64), p.limbs)
 
     def whip(p, rng, fixed):
         return (_mvecs(rng, p, p.k, p.k), _mvecs(rng, p, p.k, p.o), p.m, np.array(p.f_tail, np.int64),

@@ -196,82 +196,169 @@ def unbitslice_into(words, length, out):
 
 
 @nb.njit(**_JIT)
-def _reduce_mod_f(ext, m, f_tail, high):
-    """Reduce a polynomial of degree < m + E (coefficients ext) modulo f(z) = z^m + f_tail(z).
+def bitslice_into(elements, length, out):
+    """out ^= the bitsliced vector of ``length`` elements (out's words are 4 planes of limbs).
+    Secret-safe (shifts only)."""
+    limbs = out.shape[0] // 4
+    one = np.uint64(1)
+    for e in range(length):
+        v = np.uint64(elements[e])
+        w = e >> 6
+        b = np.uint64(e & 63)
+        for p in range(4):
+            out[p * limbs + w] ^= ((v >> np.uint64(p)) & one) << b
 
-    z^(m+d) = z^d f_tail(z) and d + 3 < m for every parameter set, so one pass suffices. The
-    high coefficients are multiplied by the public constants f_tail[t] as sums of x-power
-    multiples (x h computed by shifts on whole byte rows). ``high``: scratch (4, E) uint8.
-    Secret: ext; the branches test bits of the public f_tail only.
+
+@nb.njit(inline="always", **_JIT)
+def _shift_xor(dst, dst_limbs, c0, src, src_limbs, shift):
+    """dst[:, c0 + c] ^= z^shift src[:, c] for bitsliced vectors stored as columns (word q of
+    column c at [q, c]): every bit plane of src (src_limbs words) moved up by ``shift``
+    (public) bits into dst (dst_limbs words a plane); bits beyond dst's planes are dropped.
+    The loops run over the columns. Shifts only: secret-safe in the data."""
+    ws = shift >> 6
+    bs = np.uint64(shift & 63)
+    back = np.uint64(63) - bs                 # (v >> 1) >> (63 - bs): no shift by 64 when bs = 0
+    one = np.uint64(1)
+    C = src.shape[1]
+    for p in range(4):
+        for q in range(src_limbs):
+            v = src[p * src_limbs + q]
+            if q + ws < dst_limbs:
+                d = dst[p * dst_limbs + q + ws, c0:c0 + C]
+                for c in range(C):
+                    d[c] ^= v[c] << bs
+            if q + ws + 1 < dst_limbs:
+                d = dst[p * dst_limbs + q + ws + 1, c0:c0 + C]
+                for c in range(C):
+                    d[c] ^= (v[c] >> one) >> back
+
+
+@nb.njit(inline="always", **_JIT)
+def _reduce_mod_f(ext, ext_limbs, m, f_tail, out, limbs):
+    """out ^= ext mod f(z) = z^m + f_tail(z), column by column, for bitsliced polynomials ext
+    (ext_limbs words a plane, as columns) of degree < m + E and m-vectors out (limbs words).
+
+    z^(m+d) = z^d f_tail(z) and E + 3 < m for every parameter set, so one pass suffices: the
+    part from z^m up, h, comes back as sum_t f_tail[t] z^t h, with f_tail[t] h a sum of the
+    multiples x^i h. Secret: ext, out; the branches test bits of the public f_tail only, and
+    all shifts are public.
     """
-    E = ext.shape[0] - m
-    for d in range(E):
-        high[0, d] = ext[m + d]
-    for i in range(1, 4):
-        for d in range(E):
-            h = high[i - 1, d]
-            high[i, d] = ((h << 1) & 0xF) ^ (h >> 3) ^ ((h >> 3) << 1)   # x * h, as x^4 = x + 1
+    C = ext.shape[1]
+    hl = ext_limbs - m // 64                  # limbs of h
+    high = np.zeros((4, 4 * hl, C), np.uint64)  # x^i h
+    b = np.uint64(m & 63)
+    for p in range(4):                        # h = ext / z^m, plane by plane
+        for q in range(hl):
+            w = (m >> 6) + q
+            h = high[0, p * hl + q]
+            lo = ext[p * ext_limbs + w]
+            if w + 1 < ext_limbs:
+                hi = ext[p * ext_limbs + w + 1]
+                for c in range(C):
+                    h[c] = (lo[c] >> b) | ((hi[c] << np.uint64(1)) << (np.uint64(63) - b))
+            else:
+                for c in range(C):
+                    h[c] = lo[c] >> b
+    for i in range(1, 4):                     # x * (b0, b1, b2, b3) = (b3, b0 ^ b3, b1, b2)
+        for q in range(hl):
+            for c in range(C):
+                b0, b1, b2, b3 = (high[i - 1, q, c], high[i - 1, hl + q, c],
+                                  high[i - 1, 2 * hl + q, c], high[i - 1, 3 * hl + q, c])
+                high[i, q, c], high[i, hl + q, c], high[i, 2 * hl + q, c], high[i, 3 * hl + q, c] = \
+                    b3, b0 ^ b3, b1, b2
+    keep = m - 64 * (limbs - 1)               # bits of the last limb below z^m
+    last = ~np.uint64(0) if keep == 64 else (np.uint64(1) << np.uint64(keep)) - np.uint64(1)
+    for p in range(4):
+        for q in range(limbs):
+            mask = last if q == limbs - 1 else ~np.uint64(0)
+            src = ext[p * ext_limbs + q]
+            dst = out[p * limbs + q]
+            for c in range(C):
+                dst[c] ^= src[c] & mask
     for t in range(4):
         for i in range(4):
             if (f_tail[t] >> i) & 1:
-                for d in range(E):
-                    ext[d + t] ^= high[i, d]
+                _shift_xor(out, limbs, 0, high[i], hl, t)
 
 
 @nb.njit(**_JIT)
-def whip(U, M, m, f_tail, y, A):
+def whip_bitsliced(U, M, m, f_tail, y, A):
     """Combine the k(k+1)/2 evaluations with powers of z modulo f(z) = z^m + f_tail(z).
 
     For ell = 0, 1, ... over pairs (i, j) with j running from k-1 down to i:
         y ^= z^ell (U[i, j] + U[j, i])   (U[i, i] alone when i == j)
-        A[:, i-th block] ^= z^ell M[j]  and, when i != j, A[:, j-th block] ^= z^ell M[i]
+        A[i-th block] ^= z^ell M[j]  and, when i != j, A[j-th block] ^= z^ell M[i]
     U: (k, k, W) m-vectors; M: (k, o, W) m-vectors or an empty array (verification needs no
-    A); y: m elements (accumulated into); A: (m, k*o) elements (accumulated into).
-    Multiplying by z^ell is a shift by ell positions; the columns of A are built as contiguous
-    coefficient rows and reduced once. Secret in signing: U, M, y, A; only sizes steer loops.
+    A); y: an m-vector (W words); A: the k*o columns of the system as m-vectors stored as
+    columns, A[q, c] word q of column c, (W, k*o). y and A are accumulated into.
+    Multiplying by z^ell shifts every bit plane by ell; the sums are kept unreduced (m + E
+    coefficients) and reduced once. Secret in signing: U, M, y, A; only sizes steer loops.
     """
     k = U.shape[0]
     o = M.shape[1]
-    E = k * (k + 1) // 2
     W = U.shape[2]
-    Mel = np.zeros((k, o, m), np.uint8)
+    limbs = W // 4
+    E = k * (k + 1) // 2
+    xl = (m + E + 63) // 64                   # limbs of the unreduced sums
+    yext = np.zeros((4 * xl, 1), np.uint64)
+    cols = np.zeros((4 * xl, k * o), np.uint64)
+    Mt = np.zeros((k, W, o), np.uint64)       # M[i] with its o vectors as columns
     for i in range(k):
         for c in range(o):
-            unbitslice_into(M[i, c], m, Mel[i, c])
-    yext = np.zeros(m + E, np.uint8)
-    cols = np.zeros((k * o, m + E), np.uint8)     # column c of A as coefficients of z^0..z^(m+E-1)
-    u = np.zeros(m, np.uint8)
-    tmp = np.zeros(W, np.uint64)
+            for w in range(W):
+                Mt[i, w, c] = M[i, c, w]
+    u = np.zeros((W, 1), np.uint64)
     ell = 0
     for i in range(k):
         for j in range(k - 1, i - 1, -1):
             for w in range(W):
-                tmp[w] = U[i, j, w] ^ (U[j, i, w] if i != j else np.uint64(0))
-            unbitslice_into(tmp, m, u)
-            # views starting at ell and indices from 0: loops that numba's negative-index
-            # handling does not keep from vectorising
-            dst = yext[ell:]
-            for e in range(m):
-                dst[e] ^= u[e]
-            for c in range(o):
-                dst = cols[i * o + c, ell:]
-                src = Mel[j, c]
-                for e in range(m):
-                    dst[e] ^= src[e]
-                if i != j:
-                    dst = cols[j * o + c, ell:]
-                    src = Mel[i, c]
-                    for e in range(m):
-                        dst[e] ^= src[e]
+                u[w, 0] = U[i, j, w] ^ (U[j, i, w] if i != j else np.uint64(0))
+            _shift_xor(yext, xl, 0, u, limbs, ell)
+            _shift_xor(cols, xl, i * o, Mt[j], limbs, ell)
+            if i != j:
+                _shift_xor(cols, xl, j * o, Mt[i], limbs, ell)
             ell += 1
-    high = np.zeros((4, E), np.uint8)
-    _reduce_mod_f(yext, m, f_tail, high)
+    _reduce_mod_f(yext, xl, m, f_tail, y.reshape(W, 1), limbs)
+    _reduce_mod_f(cols, xl, m, f_tail, A, limbs)
+
+
+@nb.njit(**_JIT)
+def whip(U, M, m, f_tail, y, A):
+    """``whip_bitsliced`` with y (m elements) and A (m, k*o elements) as elements, accumulated
+    into. Secret in signing: U, M, y, A."""
+    k, o, W = M.shape
+    yb = np.zeros(W, np.uint64)
+    Ab = np.zeros((W, k * o), np.uint64)
+    whip_bitsliced(U, M, m, f_tail, yb, Ab)
+    el = np.zeros(m, np.uint8)
+    unbitslice_into(yb, m, el)
     for e in range(m):
-        y[e] ^= yext[e]
+        y[e] ^= el[e]
+    word = np.zeros(W, np.uint64)
     for c in range(k * o):
-        _reduce_mod_f(cols[c], m, f_tail, high)
+        word[:] = Ab[:, c]
+        unbitslice_into(word, m, el)
         for e in range(m):
-            A[e, c] ^= cols[c, e]
+            A[e, c] ^= el[e]
+
+
+@nb.njit(**_JIT)
+def _transpose64(a):
+    """In place: bit j of a[i] <-> bit i of a[j], for a 64 x 64 bit matrix a (64 words).
+    Six rounds of masked swaps of ever smaller blocks; shifts and masks only (secret-safe)."""
+    j = 32
+    mask = np.uint64(0x00000000FFFFFFFF)
+    while j != 0:
+        sj = np.uint64(j)
+        k = 0
+        while k < 64:
+            for i in range(k, k + j):
+                t = ((a[i] >> sj) ^ a[i + j]) & mask
+                a[i + j] ^= t
+                a[i] ^= t << sj
+            k += 2 * j
+        j >>= 1
+        mask ^= mask << np.uint64(j)
 
 
 @nb.njit(**_JIT)
@@ -406,34 +493,59 @@ def _echelon_form(R, ko):
 
 @nb.njit(**_JIT)
 def sample_solution(A, y, r, x):
+    """``sample_solution_bitsliced`` for A (m, ko) and y (m) given as elements."""
+    m, ko = A.shape
+    W = 4 * ((m + 63) // 64)
+    Ab = np.zeros((W, ko), np.uint64)
+    col = np.zeros(m, np.uint8)
+    word = np.zeros(W, np.uint64)
+    for c in range(ko):
+        for e in range(m):
+            col[e] = A[e, c]
+        word[:] = 0
+        bitslice_into(col, m, word)
+        Ab[:, c] = word
+    yb = np.zeros(W, np.uint64)
+    bitslice_into(y, m, yb)
+    return sample_solution_bitsliced(Ab, yb, m, r, x)
+
+
+@nb.njit(**_JIT)
+def sample_solution_bitsliced(A, y, m, r, x):
     """Solve A x = y for x = r + x', x' supported on the pivot columns (the specification's SampleSolution).
 
-    A: (m, ko) elements, y: m elements, r: ko elements, x: ko elements (output).
-    Returns True when rank(A) = m. Secret: A, y, r, x; the pivot positions and the running pivot
-    row are secret too and are used only through masks (constant-time echelon form: every row
-    is touched for every column). The returned rank bit is public by design (it only decides
-    whether the signer retries with the next counter).
+    A: the ko columns of the system as m-vectors stored as columns (A[q, c] is word q of
+    column c), (Wm, ko); y: an m-vector; r: ko elements;
+    x: ko elements (output). Returns True when rank(A) = m. Secret: A, y, r, x; the pivot
+    positions and the running pivot row are secret too and are used only through masks
+    (constant-time echelon form: every row is touched for every column). The returned rank
+    bit is public by design (it only decides whether the signer retries with the next counter).
     """
-    m, ko = A.shape
+    Wm, ko = A.shape
+    row_limbs = Wm // 4
     ncols = ko + 1
     limbs = (ncols + 63) // 64
     W = 4 * limbs
-    # y' = y - A r, then the augmented rows [A | y'] bitsliced, transposed: R[i, e] is word i of row e
+    # y' = y - A r as one more column, then the augmented rows [A | y'], bitsliced along the
+    # rows and transposed: R[i, e] is word i of row e. Columns become rows by 64 x 64 bit
+    # transposes of each plane.
+    yp = y.copy()
+    col = np.zeros(Wm, np.uint64)
+    for c in range(ko):
+        col[:] = A[:, c]
+        mul_add_scalar(yp, col, r[c], row_limbs)
     R = np.zeros((W, m), np.uint64)
-    for e in range(m):
-        acc = np.int64(y[e])
-        for c in range(ko):
-            acc ^= gf16_mul(A[e, c], r[c])
-        # 16 elements at a time: a word of nibbles, then one compress per bit plane
-        for c0 in range(0, ncols, 16):
-            word = np.uint64(0)
-            for c in range(c0, min(c0 + 16, ncols)):
-                v = np.uint64(acc) if c == ko else np.uint64(A[e, c])
-                word |= v << np.uint64(4 * (c - c0))
-            w = c0 >> 6
-            b = np.uint64(c0 & 63)
-            for p in range(4):
-                R[p * limbs + w, e] |= compress_nibble_bits(word >> np.uint64(p)) << b
+    block = np.zeros(64, np.uint64)
+    for p in range(4):
+        for cb in range(limbs):
+            for rb in range(row_limbs):
+                for j in range(64):
+                    c = 64 * cb + j
+                    q = p * row_limbs + rb
+                    block[j] = A[q, c] if c < ko else (yp[q] if c == ko else np.uint64(0))
+                _transpose64(block)
+                for i in range(min(64, m - 64 * rb)):
+                    R[p * limbs + cb, 64 * rb + i] = block[i]
 
     full_rank = _echelon_form(R, ko) == m
 
@@ -611,10 +723,11 @@ def sign_attempt(V, r, P1, L, t, f_tail, x):
     mul_transposed(np.ascontiguousarray(V.T), L, False, M)
     U = np.zeros((k, k, W), np.uint64)
     quadratic_pairs(V, P1, U)
-    y = t.copy()
-    A = np.zeros((m, k * o), np.uint8)
-    whip(U, M, m, f_tail, y, A)
-    return sample_solution(A, y, r, x)
+    y = np.zeros(W, np.uint64)
+    bitslice_into(t, m, y)
+    A = np.zeros((W, k * o), np.uint64)
+    whip_bitsliced(U, M, m, f_tail, y, A)
+    return sample_solution_bitsliced(A, y, m, r, x)
 
 
 @nb.njit(**_JIT)
