@@ -235,7 +235,8 @@ def pack_rows(elements: np.ndarray) -> np.ndarray:
 
 def targets(p: MayoParams, messages, salts) -> np.ndarray:
     """t = Decode(SHAKE256(SHAKE256(M) || salt)) for each element, (B, m)."""
-    raw = b"".join(shake256(shake256(msg, p.digest_bytes) + salt, p.m_bytes) for msg, salt in zip(messages, salts))
+    digest_bytes, m_bytes = p.digest_bytes, p.m_bytes
+    raw = b"".join(shake256(shake256(msg, digest_bytes) + salt, m_bytes) for msg, salt in zip(messages, salts))
     return np.ascontiguousarray(nibbles_rows(np.frombuffer(raw, np.uint8).reshape(-1, p.m_bytes), p.m))
 
 
@@ -264,20 +265,14 @@ def _same_length(**lists) -> int:
     return next(iter(sizes.values()), 0)
 
 
-def _messages(messages) -> list[bytes]:
-    out = []
-    for i, msg in enumerate(messages):
-        out.append(require_bytes(msg, f"message {i}"))
+def _byte_items(items: list, what: str) -> list[bytes]:
+    """The items as bytes (bytearray and memoryview converted); any other type raises, naming
+    the item's index. Lengths are judged by the caller. Plain bytes pass without a call."""
+    out = list(items)
+    for i, value in enumerate(out):
+        if type(value) is not bytes:
+            out[i] = require_bytes(value, f"{what} {i}")
     return out
-
-
-def _loose_bytes(value, what: str) -> bytes:
-    """Bytes for a verification element: wrong types raise (with the index), lengths are judged later."""
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    if not isinstance(value, bytes):
-        raise InvalidType(f"{what} must be bytes, not {type(value).__name__}")
-    return value
 
 
 def _public_key_bytes(p: MayoParams, pk, i: int):
@@ -286,7 +281,7 @@ def _public_key_bytes(p: MayoParams, pk, i: int):
         if pk.algorithm.params is not p:
             raise InvalidKey(f"public key {i} is a {pk.algorithm.name} key, not {p.name}")
         return pk
-    return _loose_bytes(pk, f"public key {i}")
+    return require_bytes(pk, f"public key {i}")
 
 
 def _secret_key(p: MayoParams, sk, i: int):
@@ -311,8 +306,10 @@ def draw_randomness(rng, size: int, nbytes: int) -> list[bytes]:
 
 def _verify_indices(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs, out, idx):
     """out[idx] = the verdicts of the well-formed signatures sigs[idx] under one expanded key."""
-    S = signature_vectors(p, [sigs[j] for j in idx])
-    T = targets(p, [messages[j] for j in idx], [sigs[j][p.sig_bytes - p.salt_bytes:] for j in idx])
+    chosen = [sigs[j] for j in idx]
+    S = signature_vectors(p, chosen)
+    salt_at = p.sig_bytes - p.salt_bytes
+    T = targets(p, [messages[j] for j in idx], [sig[salt_at:] for sig in chosen])
     res = np.zeros(len(idx), np.bool_)
     _verify_chunk(epk.P, S, T, np.array(p.f_tail, np.int64), res)
     out[idx] = res
@@ -320,6 +317,7 @@ def _verify_indices(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs
 
 def _verify_one_key_cpu(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs, out, index, threads):
     """out[index[j]] = verdict of (messages[j], sigs[j]) for well-formed signatures under one key."""
+    index = list(index)       # Python ints: indexing the lists with numpy integers is slower
     _run_chunks(lambda lo, hi: _verify_indices(p, epk, messages, sigs, out, index[lo:hi]), len(index), threads)
 
 
@@ -332,11 +330,12 @@ def verify_many_one_key(p: MayoParams, epk_source, messages, signatures, backend
     once per key object ``owner``.
     """
     _check_path(path)
-    messages = [_loose_bytes(m, f"message {i}") for i, m in enumerate(_as_list(messages, "messages"))]
-    sigs = [_loose_bytes(s, f"signature {i}") for i, s in enumerate(_as_list(signatures, "signatures"))]
+    messages = _byte_items(_as_list(messages, "messages"), "message")
+    sigs = _byte_items(_as_list(signatures, "signatures"), "signature")
     size = _same_length(messages=messages, signatures=sigs)
     out = np.zeros(size, np.bool_)
-    good = np.array([i for i, s in enumerate(sigs) if len(s) == p.sig_bytes], np.int64)
+    sig_bytes = p.sig_bytes
+    good = np.array([i for i, s in enumerate(sigs) if len(s) == sig_bytes], np.int64)
     if len(good) == 0:
         return out
     backend = choose_backend(backend, size)
@@ -364,8 +363,8 @@ def verify_many(params, pks, messages, signatures, backend=None, threads=None) -
     signatures = _as_list(signatures, "signatures")
     size = _same_length(pks=pks, messages=messages, signatures=signatures)
     keys = [_public_key_bytes(p, pk, i) for i, pk in enumerate(pks)]
-    messages = [_loose_bytes(m, f"message {i}") for i, m in enumerate(messages)]
-    sigs = [_loose_bytes(s, f"signature {i}") for i, s in enumerate(signatures)]
+    messages = _byte_items(messages, "message")
+    sigs = _byte_items(signatures, "signature")
     out = np.zeros(size, np.bool_)
     groups: dict = {}
     for i, (key, sig) in enumerate(zip(keys, sigs)):
@@ -450,7 +449,7 @@ def sign_many_one_key(p: MayoParams, esk_source, messages, rng=None, backend=Non
     ``path="tensor"``: the products as GEMMs (see ``verify_many_one_key``), the rest on the CPU.
     """
     _check_path(path)
-    messages = _messages(_as_list(messages, "messages"))
+    messages = _byte_items(_as_list(messages, "messages"), "message")
     size = len(messages)
     randomness = draw_randomness(rng, size, p.salt_bytes)
     out: list = [None] * size
@@ -477,7 +476,7 @@ def sign_many(params, sks, messages, rng=None, backend=None, threads=None) -> li
     messages = _as_list(messages, "messages")
     size = _same_length(secret_keys=sks, messages=messages)
     keys = [_secret_key(p, sk, i) for i, sk in enumerate(sks)]
-    messages = _messages(messages)
+    messages = _byte_items(messages, "message")
     randomness = draw_randomness(rng, size, p.salt_bytes)
     out: list = [None] * size
     groups: dict = {}
