@@ -220,17 +220,16 @@ def _shift_xor(dst, dst_limbs, c0, src, src_limbs, shift):
     back = np.uint64(63) - bs                 # (v >> 1) >> (63 - bs): no shift by 64 when bs = 0
     one = np.uint64(1)
     C = src.shape[1]
-    for p in range(4):
+    for p in range(4):                        # plain indices, no row views: this runs per pair
         for q in range(src_limbs):
-            v = src[p * src_limbs + q]
+            s = p * src_limbs + q
+            d = p * dst_limbs + q + ws
             if q + ws < dst_limbs:
-                d = dst[p * dst_limbs + q + ws, c0:c0 + C]
                 for c in range(C):
-                    d[c] ^= v[c] << bs
+                    dst[d, c0 + c] ^= src[s, c] << bs
             if q + ws + 1 < dst_limbs:
-                d = dst[p * dst_limbs + q + ws + 1, c0:c0 + C]
                 for c in range(C):
-                    d[c] ^= (v[c] >> one) >> back
+                    dst[d + 1, c0 + c] ^= (src[s, c] >> one) >> back
 
 
 @nb.njit(inline="always", **_JIT)
