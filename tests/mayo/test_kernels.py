@@ -281,6 +281,15 @@ def test_public_pairs_equals_the_masked_kernel_at_every_vector_size(limbs):
     assert np.array_equal(got, want)
 
 
+def test_public_pairs_rejects_shapes_its_unchecked_bucket_writes_rely_on():
+    X = np.zeros((3, 5), np.uint8)
+    P = np.zeros((15, 4), np.uint64)
+    with pytest.raises(ValueError, match="packed"):
+        mk.public_pairs(X, P[:14], np.zeros((3, 3, 4), np.uint64))
+    with pytest.raises(ValueError, match=r"\(k, k, W\)"):
+        mk.public_pairs(X, P, np.zeros((2, 3, 4), np.uint64))
+
+
 def test_sign_attempt_solves_the_whipped_system():
     m, v, o, k, tail = 64, 8, 17, 4, (8, 0, 2, 8)      # MAYO-2's m, o, k and f; a short v
     _, P1 = packed_upper(v, m)

@@ -11,8 +11,8 @@ Every kernel keeps its plain-Python twin as ``kernel.py_func``.
 import numba as nb
 import numpy as np
 
-from ..gf16.kernels import (bit_mask, compress_nibble_bits, gf16_inv, gf16_mul, mul_add_scalar,
-                           mul_add_scalar_from, nonzero_bit, nonzero_mask, xor_block)
+from ..gf16.kernels import (bit_mask, gf16_inv, gf16_mul, mul_add_scalar, mul_add_scalar_from,
+                           nonzero_bit, nonzero_mask, xor_block)
 
 _JIT = dict(cache=True, nogil=True)  # nogil: batches run kernels on several threads
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -396,9 +396,8 @@ def _echelon_form(R, ko):
     every column step, through masks. Secret: the rows, and the pivot positions and running
     pivot row derived from them. Per column: the pivot is the first row at or below the pivot
     row with a nonzero entry (the lowest bit of the candidate rows as a bit string); normalised
-    to 1 it replaces the pivot
-    row, whose old content moves to the pivot's place (a masked swap); every row below adds its
-    entry times the pivot.
+    to 1 it replaces the pivot row, whose old content moves to the pivot's place (a masked
+    swap); every row below adds its entry times the pivot.
     """
     W, m = R.shape
     limbs = W // 4
@@ -514,8 +513,8 @@ def sample_solution_bitsliced(A, y, m, r, x):
     """Solve A x = y for x = r + x', x' supported on the pivot columns (the specification's SampleSolution).
 
     A: the ko columns of the system as m-vectors stored as columns (A[q, c] is word q of
-    column c), (Wm, ko); y: an m-vector; r: ko elements;
-    x: ko elements (output). Returns True when rank(A) = m. Secret: A, y, r, x; the pivot
+    column c), (Wm, ko); y: an m-vector; r: ko elements; x: ko elements (output). Returns True
+    when rank(A) = m. Secret: A, y, r, x; the pivot
     positions and the running pivot row are secret too and are used only through masks
     (constant-time echelon form: every row is touched for every column). The returned rank
     bit is public by design (it only decides whether the signer retries with the next counter).
@@ -672,7 +671,7 @@ def _public_pairs(X, P, U, limbs):
     for r in range(size):
         for c in range(r, size):
             for j in range(k):
-                xor_block(bins, (16 * j + np.int64(X[j, c])) * W, flat, e, limbs)
+                xor_block(bins, (16 * j + (np.int64(X[j, c]) & 15)) * W, flat, e, limbs)
             e += W
         # the buckets are never cleared: they hold rows 0..r, and row r is the change since r-1
         Px[:] = total
@@ -682,7 +681,7 @@ def _public_pairs(X, P, U, limbs):
         Px ^= total
         for i in range(k):
             for j in range(k):
-                xor_block(pair_bins, (16 * (k * i + j) + np.int64(X[i, r])) * W, Px, W * j, limbs)
+                xor_block(pair_bins, (16 * (k * i + j) + (np.int64(X[i, r]) & 15)) * W, Px, W * j, limbs)
     flat_u = U.reshape(k * k * W)
     flat_u[:] = 0
     for q in range(k * k):
@@ -696,8 +695,12 @@ def public_pairs(X, P, U):
     bucket XOR per entry and vector; then U[i, j] = sum_v v * (XOR of the (P x_j)_r with
     x_i[r] = v). That is a quarter of the masked kernel's XORs and none of its ANDs, which is
     only sound because nothing here is secret. Public data only."""
+    k, size = X.shape
     W = P.shape[1]
-    if U.shape[2] != W or not U.flags.c_contiguous:
+    # the bucket XORs are not bounds-checked, so the shapes are (and elements are taken mod 16)
+    if P.shape[0] != size * (size + 1) // 2 or not P.flags.c_contiguous:
+        raise ValueError("public_pairs: P must be a contiguous packed upper-triangular (size(size+1)/2, W) array")
+    if U.shape[0] != k or U.shape[1] != k or U.shape[2] != W or not U.flags.c_contiguous:
         raise ValueError("public_pairs: U must be a contiguous (k, k, W) array")
     if W == 4:
         _public_pairs(X, P, U, (0,))
