@@ -36,7 +36,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
                    if hasattr(mk, n)}  # public data and sizes
     inner = {getattr(mk, n) for n in ("_entry", "_lowest_bit", "_gt_bit", "_bit_masks", "bitslice_into",
                                       "_shift_xor", "whip_bitsliced", "_transpose64",
-                                      "sample_solution_bitsliced",
+                                      "sample_solution_bitsliced", "whip_and_solve",
                                       "_combine", "_mul_transposed_core", "_echelon_form") if hasattr(mk, n)}
     for module in (gk, mk):
         for name, obj in vars(module).items():

@@ -350,15 +350,9 @@ def _finish_chunk(Mw, Uw, T, R, V, O, f_tail, n, S, ok):
     constant-time kernels of ``mayo.kernels``. Runs without the GIL.
     """
     B, k, o = Mw.shape[0], Mw.shape[1], Mw.shape[2]
-    m = T.shape[1]
     x = np.zeros(k * o, np.uint8)
-    y = np.zeros(m, np.uint8)
-    A = np.zeros((m, k * o), np.uint8)
     for b in range(B):
-        y[:] = T[b]
-        A[:] = 0
-        kernels.whip(Uw[b], Mw[b], m, f_tail, y, A)
-        ok[b] = kernels.sample_solution(A, y, R[b], x)
+        ok[b] = kernels.whip_and_solve(Uw[b], Mw[b], T[b], R[b], f_tail, x)
         kernels.assemble_signature(V[b], O, x, n, S[b])
 
 

@@ -713,23 +713,32 @@ def public_pairs(X, P, U):
 
 
 @nb.njit(**_JIT)
-def sign_attempt(V, r, P1, L, t, f_tail, x):
-    """One attempt of the signing loop for vinegar vectors V (k, v) and randomness r (ko):
-    M_i = v_i^T L, U = [v_i^T P1 v_j], the whipped system A x = t - sum z^ell u, then
-    SampleSolution. Writes x and returns the (public) rank bit. Secret: all inputs and x."""
-    k = V.shape[0]
-    o = L.shape[1]
-    W = L.shape[2]
+def whip_and_solve(U, M, t, r, f_tail, x):
+    """The whipped system A x = t - sum_ell z^ell u of the pair products U (k, k, W) and
+    M (k, o, W), solved by SampleSolution with randomness r: writes x (k*o elements) and
+    returns the (public) rank bit. Secret: all inputs and x."""
+    k, o, W = M.shape
     m = t.shape[0]
-    M = np.zeros((k, o, W), np.uint64)
-    mul_transposed(np.ascontiguousarray(V.T), L, False, M)
-    U = np.zeros((k, k, W), np.uint64)
-    quadratic_pairs(V, P1, U)
     y = np.zeros(W, np.uint64)
     bitslice_into(t, m, y)
     A = np.zeros((W, k * o), np.uint64)
     whip_bitsliced(U, M, m, f_tail, y, A)
     return sample_solution_bitsliced(A, y, m, r, x)
+
+
+@nb.njit(**_JIT)
+def sign_attempt(V, r, P1, L, t, f_tail, x):
+    """One attempt of the signing loop for vinegar vectors V (k, v) and randomness r (ko):
+    M_i = v_i^T L, U = [v_i^T P1 v_j], then ``whip_and_solve``. Writes x and returns the
+    (public) rank bit. Secret: all inputs and x."""
+    k = V.shape[0]
+    o = L.shape[1]
+    W = L.shape[2]
+    M = np.zeros((k, o, W), np.uint64)
+    mul_transposed(np.ascontiguousarray(V.T), L, False, M)
+    U = np.zeros((k, k, W), np.uint64)
+    quadratic_pairs(V, P1, U)
+    return whip_and_solve(U, M, t, r, f_tail, x)
 
 
 @nb.njit(**_JIT)
