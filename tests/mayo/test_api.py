@@ -136,3 +136,16 @@ def test_bad_rng_and_names():
     assert mayo.get("mayo-2") is mayo.MAYO2
     assert isinstance(InvalidKey("x"), ValueError) and isinstance(InvalidType("x"), TypeError)
     assert issubclass(InvalidSignature, pqforge.PQForgeError)
+
+
+def test_a_key_in_steady_use_verifies_from_bit_planes_with_the_same_verdicts(keyed):
+    # the first verifications use the key's byte encoding, later ones its decoded bit planes
+    alg, sk, _ = keyed
+    pk = alg.public_key_from_bytes(sk.public_key().public_bytes_raw())
+    msgs = [bytes([i]) * 5 for i in range(10)]
+    for msg in msgs:
+        sig = sk.sign(msg)
+        pk.verify(sig, msg)
+        with pytest.raises(InvalidSignature):
+            pk.verify(sig, msg + b"!")
+    assert pk.expanded().has_bitsliced

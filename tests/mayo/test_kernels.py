@@ -141,22 +141,35 @@ def test_mul_packed_rows(size):
         assert np.array_equal(got[:, :, e], ref_matmul(el[:, :, e], B))
 
 
-def test_assemble_public_packed():
-    m, v, o = 64, 5, 3
+def encoded(el):
+    """The byte encoding of m-vectors (..., m) elements: m/2 bytes each, low nibble first."""
+    return (el[..., 0::2] | (el[..., 1::2] << 4)).astype(np.uint8)
+
+
+def nibble_slots(entries, W):
+    """m-vectors (E, m) elements as verification's nibble form: each encoding in a W-word slot."""
+    out = np.zeros((entries.shape[0], W), np.uint64)
+    out.view(np.uint8)[:, :entries.shape[1] // 2] = encoded(entries)
+    return out
+
+
+@pytest.mark.parametrize("m", [64, 78])
+def test_public_key_assembly_from_encodings_and_its_bitsliced_form(m):
+    from pqforge.mayo.params import MayoParams
+    from pqforge.mayo.scheme import _assemble_public
+    v, o = 5, 3
     n = v + o
-    el1, P1 = packed_upper(v, m)
-    el3, P3 = packed_upper(o, m)
+    p = MayoParams("test", n=n, m=m, o=o, k=2, f_tail=(8, 0, 2, 8), salt_bytes=24, digest_bytes=32,
+                   pk_seed_bytes=16, sk_seed_bytes=24)
+    el1, _ = packed_upper(v, m)
+    el3, _ = packed_upper(o, m)
     el2 = elements(v, o, m)
-    P2 = bitslice(el2, 1)
-    outs = []
-    for fn in (mk.assemble_public_packed, pure(mk.assemble_public_packed)):
-        out = np.zeros((n * (n + 1) // 2, 4), np.uint64)
-        fn(P1, P2, P3, out)
-        outs.append(out)
-    assert np.array_equal(outs[0], outs[1])
+    P12 = encoded(el1[np.triu_indices(v)]).tobytes() + encoded(el2).tobytes()
+    epk = _assemble_public(p, P12, encoded(el3[np.triu_indices(o)]).tobytes())
     full = np.zeros((n, n, m), np.uint8)
     full[:v, :v], full[:v, v:], full[v:, v:] = el1, el2, el3
-    assert np.array_equal(unbitslice(outs[0], m), full[np.triu_indices(n)])
+    assert np.array_equal(epk.nibbles, nibble_slots(full[np.triu_indices(n)], p.words))
+    assert np.array_equal(unbitslice(epk.P, m), full[np.triu_indices(n)])
 
 
 def ref_whip(U, M, m, tail):
@@ -259,13 +272,17 @@ def test_quadratic_pairs_and_public_evaluation():
         U = np.zeros((k, k, 4), np.uint64)
         fn(S, Pp, U)
         assert np.array_equal(U, outs[0])
-    ys = []
-    for fn in (mk.evaluate_public, pure(mk.evaluate_public)):
-        y = np.zeros(m, np.uint8)
-        fn(S, Pp, np.array(tail, np.int64), y)
-        ys.append(y)
+    Pn = nibble_slots(el[np.triu_indices(size)], 4)          # the same on the byte encoding
+    for fn in (mk.public_pairs_nibbles, pure(mk.public_pairs_nibbles)):
+        U = np.zeros((k, k, 4), np.uint64)
+        fn(S, Pn, U)
+        assert np.array_equal(U, nibble_slots(got.reshape(k * k, m), 4).reshape(k, k, 4))
     y_ref, _ = ref_whip(got, np.zeros((k, 0, m), np.uint8), m, tail)
-    assert np.array_equal(ys[0], ys[1]) and np.array_equal(ys[0], y_ref)
+    for fn in (mk.evaluate_public, pure(mk.evaluate_public)):
+        for P, encoded_form in ((Pn, True), (Pp, False)):
+            y = np.zeros(m, np.uint8)
+            fn(S, P, encoded_form, np.array(tail, np.int64), y)
+            assert np.array_equal(y, y_ref)
 
 
 @pytest.mark.parametrize("limbs", [1, 2, 3, 4])

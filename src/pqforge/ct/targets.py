@@ -178,8 +178,11 @@ def _mayo_kernel_targets():
         return (_el(rng, p.k, p.v), _el(rng, ko), packed(rng, p, p.v), _mvecs(rng, p, p.v, p.o), _el(rng, p.m),
                 np.array(p.f_tail, np.int64), np.zeros(ko, np.uint8))
 
-    def evaluate(p, rng, fixed):           # verification's P*(s): public
-        return (_el(rng, p.k, p.n), packed(rng, p, p.n), np.array(p.f_tail, np.int64), np.zeros(p.m, np.uint8))
+    def evaluate(p, rng, fixed):           # verification's P*(s) on P's byte encoding: public
+        entries = _el(rng, p.n * (p.n + 1) // 2, p.m)
+        P = np.zeros((entries.shape[0], p.words), np.uint64)
+        P.view(np.uint8)[:, :p.m_bytes] = entries[:, 0::2] | (entries[:, 1::2] << 4)
+        return (_el(rng, p.k, p.n), P, True, np.array(p.f_tail, np.int64), np.zeros(p.m, np.uint8))
 
     return _existing([
         Target("mayo-sign-attempt", "one whole signing attempt in compiled code: products, whipping, "

@@ -11,8 +11,8 @@ Every kernel keeps its plain-Python twin as ``kernel.py_func``.
 import numba as nb
 import numpy as np
 
-from ..gf16.kernels import (bit_mask, gf16_inv, gf16_mul, mul_add_scalar, mul_add_scalar_from,
-                           nonzero_bit, nonzero_mask, xor_block)
+from ..gf16.kernels import (bit_mask, bitslice_stream, gf16_inv, gf16_mul, mul_add_scalar,
+                           mul_add_scalar_from, nonzero_bit, nonzero_mask, xor_block)
 
 _JIT = dict(cache=True, nogil=True)  # nogil: batches run kernels on several threads
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -159,23 +159,14 @@ def mul_packed_rows(Ap, B, out):
 
 
 @nb.njit(**_JIT)
-def assemble_public_packed(P1p, P2, P3p, out):
-    """Packed upper-triangular P = [[P1, P2], [0, P3]] from packed P1, dense P2 (v, o) and packed P3.
-    Public data only (the public key)."""
-    v, o, W = P2.shape
-    e = 0
-    e1 = 0
-    for i in range(v):
-        for j in range(i, v):
-            out[e] = P1p[e1]
-            e += 1
-            e1 += 1
-        for j in range(o):
-            out[e] = P2[i, j]
-            e += 1
-    for e3 in range(P3p.shape[0]):
-        out[e] = P3p[e3]
-        e += 1
+def place_rows(dst, places, src):
+    """dst[places[i], :w] = src[i] for the rows of src (w bytes each): entries moved to their
+    places in a packed matrix. Public data only (assembling the public key)."""
+    w = src.shape[1]
+    for i in range(src.shape[0]):
+        r = places[i]
+        for b in range(w):
+            dst[r, b] = src[i, b]
 
 
 @nb.njit(**_JIT)
@@ -637,19 +628,35 @@ def _aligned_zeros(count):
 
 
 @nb.njit(inline="always", **_JIT)
-def _drain_buckets(bins, base, out, at, acc, limbs):
+def _times_x(a, limbs, nibbles):
+    """a <- x * a for one W-word m-vector: bitsliced, (b0, b1, b2, b3) -> (b3, b0 ^ b3, b1, b2)
+    per limb; or, when ``nibbles`` is non-empty, nibble-packed: every nibble shifted up one
+    bit, its top bit fed back into bits 0 and 1 (x^4 = x + 1). Public data only."""
+    L = len(limbs)
+    if len(nibbles):
+        low = np.uint64(0x1111111111111111)
+        high = np.uint64(0xEEEEEEEEEEEEEEEE)
+        for q in range(4 * L):
+            w = a[q]
+            top = (w >> np.uint64(3)) & low
+            a[q] = ((w << np.uint64(1)) & high) ^ top ^ (top << np.uint64(1))
+    else:
+        for q in range(L):
+            b0, b1, b2, b3 = a[q], a[L + q], a[2 * L + q], a[3 * L + q]
+            a[q], a[L + q], a[2 * L + q], a[3 * L + q] = b3, b0 ^ b3, b1, b2
+
+
+@nb.njit(inline="always", **_JIT)
+def _drain_buckets(bins, base, out, at, acc, limbs, nibbles):
     """out[at : at + W] ^= sum_v v * bucket v, for the 16 W-word buckets at bins[base:].
 
     Horner on the bits of v: acc = sum over the buckets whose v has bit t, then times x, from
-    bit 3 down (x * (b0, b1, b2, b3) = (b3, b0 ^ b3, b1, b2) per limb). Public data only."""
-    L = len(limbs)
-    W = 4 * L
+    bit 3 down. Public data only."""
+    W = 4 * len(limbs)
     for q in range(W):
         acc[q] = 0
     for t in range(3, -1, -1):
-        for q in range(L):
-            b0, b1, b2, b3 = acc[q], acc[L + q], acc[2 * L + q], acc[3 * L + q]
-            acc[q], acc[L + q], acc[2 * L + q], acc[3 * L + q] = b3, b0 ^ b3, b1, b2
+        _times_x(acc, limbs, nibbles)
         for v in range(16):
             if (v >> t) & 1:
                 xor_block(acc, 0, bins, base + v * W, limbs)
@@ -657,8 +664,9 @@ def _drain_buckets(bins, base, out, at, acc, limbs):
 
 
 @nb.njit(**_JIT)
-def _public_pairs(X, P, U, limbs):
-    """public_pairs for vectors of W = 4 * len(limbs) words (a compile-time constant)."""
+def _public_pairs(X, P, U, limbs, nibbles):
+    """public_pairs for vectors of W = 4 * len(limbs) words (a compile-time constant),
+    bitsliced or, with ``nibbles`` non-empty, nibble-packed."""
     k, size = X.shape
     W = 4 * len(limbs)
     flat = P.reshape(P.shape[0] * W)
@@ -677,7 +685,7 @@ def _public_pairs(X, P, U, limbs):
         Px[:] = total
         total[:] = 0
         for j in range(k):
-            _drain_buckets(bins, 16 * W * j, total, W * j, acc, limbs)
+            _drain_buckets(bins, 16 * W * j, total, W * j, acc, limbs, nibbles)
         Px ^= total
         for i in range(k):
             for j in range(k):
@@ -685,7 +693,29 @@ def _public_pairs(X, P, U, limbs):
     flat_u = U.reshape(k * k * W)
     flat_u[:] = 0
     for q in range(k * k):
-        _drain_buckets(pair_bins, q * 16 * W, flat_u, q * W, acc, limbs)
+        _drain_buckets(pair_bins, q * 16 * W, flat_u, q * W, acc, limbs, nibbles)
+
+
+@nb.njit(**_JIT)
+def _public_pairs_any(X, P, U, nibbles):
+    """public_pairs (nibbles empty) or public_pairs_nibbles (nibbles non-empty)."""
+    k, size = X.shape
+    W = P.shape[1]
+    # the bucket XORs are not bounds-checked, so the shapes are (and elements are taken mod 16)
+    if P.shape[0] != size * (size + 1) // 2 or not P.flags.c_contiguous:
+        raise ValueError("public_pairs: P must be a contiguous packed upper-triangular (size(size+1)/2, W) array")
+    if U.shape[0] != k or U.shape[1] != k or U.shape[2] != W or not U.flags.c_contiguous:
+        raise ValueError("public_pairs: U must be a contiguous (k, k, W) array")
+    if W == 4:
+        _public_pairs(X, P, U, (0,), nibbles)
+    elif W == 8:
+        _public_pairs(X, P, U, (0, 0), nibbles)
+    elif W == 12:
+        _public_pairs(X, P, U, (0, 0, 0), nibbles)
+    elif W == 16:
+        _public_pairs(X, P, U, (0, 0, 0, 0), nibbles)
+    else:
+        raise ValueError("public_pairs: m-vectors of more than 256 elements")
 
 
 @nb.njit(**_JIT)
@@ -695,21 +725,16 @@ def public_pairs(X, P, U):
     bucket XOR per entry and vector; then U[i, j] = sum_v v * (XOR of the (P x_j)_r with
     x_i[r] = v). That is a quarter of the masked kernel's XORs and none of its ANDs, which is
     only sound because nothing here is secret. Public data only."""
-    k, size = X.shape
-    W = P.shape[1]
-    # the bucket XORs are not bounds-checked, so the shapes are (and elements are taken mod 16)
-    if P.shape[0] != size * (size + 1) // 2 or not P.flags.c_contiguous:
-        raise ValueError("public_pairs: P must be a contiguous packed upper-triangular (size(size+1)/2, W) array")
-    if U.shape[0] != k or U.shape[1] != k or U.shape[2] != W or not U.flags.c_contiguous:
-        raise ValueError("public_pairs: U must be a contiguous (k, k, W) array")
-    if W == 4:
-        _public_pairs(X, P, U, (0,))
-    elif W == 8:
-        _public_pairs(X, P, U, (0, 0))
-    elif W == 12:
-        _public_pairs(X, P, U, (0, 0, 0))
-    else:                                        # no specialised kernel: the general one
-        quadratic_pairs(X, P, U)
+    _public_pairs_any(X, P, U, ())
+
+
+@nb.njit(**_JIT)
+def public_pairs_nibbles(X, P, U):
+    """``public_pairs`` with P and U in the byte-encoding form of ``ExpandedPublicKey.nibbles``
+    (each m-vector's m/2 bytes in a W-word slot): the buckets only add, so apart from the
+    multiplication by x when they are combined the encoding does not matter, and the public
+    key needs no decoding. Public data only."""
+    _public_pairs_any(X, P, U, (0,))
 
 
 @nb.njit(**_JIT)
@@ -742,12 +767,20 @@ def sign_attempt(V, r, P1, L, t, f_tail, x):
 
 
 @nb.njit(**_JIT)
-def evaluate_public(S, P, f_tail, y):
+def evaluate_public(S, P, encoded, f_tail, y):
     """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S.
-    Public data only (verification)."""
+    P is bitsliced, or with ``encoded`` true in the byte-encoding form of
+    ``ExpandedPublicKey.nibbles``. Public data only (verification)."""
     k = S.shape[0]
     W = P.shape[1]
     m = y.shape[0]
     U = np.zeros((k, k, W), np.uint64)
-    public_pairs(S, P, U)
+    if encoded:
+        Un = np.zeros((k, k, W), np.uint64)
+        public_pairs_nibbles(S, P, Un)
+        stream = np.zeros(k * k * W + 4, np.uint64)   # U as a stream of k*k vectors of 16 W nibbles
+        stream[:k * k * W] = Un.reshape(k * k * W)
+        bitslice_stream(stream, 16 * W, U.reshape(k * k, W))
+    else:
+        public_pairs(S, P, U)
     whip(U, np.zeros((k, 0, W), np.uint64), m, f_tail, y, np.zeros((m, 0), np.uint8))

@@ -7,12 +7,13 @@ form (bitsliced m-vectors, GF(16) element arrays) and encoded once on the way ou
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..gf16 import decode_nibbles, encode_nibbles, unbitslice
-from ..gf16.kernels import bitslice_nibble_rows
+from ..gf16.kernels import bitslice_nibble_rows, bitslice_stream
 from ..symmetric import aes128_ctr, aes128_ctr_scratch, shake256
 from . import kernels
 from .params import MayoParams
@@ -80,8 +81,28 @@ class ExpandedSecretKey:
 
 @dataclass(frozen=True)
 class ExpandedPublicKey:
-    """P = [[P1, P2], [0, P3]], one upper-triangular matrix of m-vectors, packed: (n(n+1)/2, W)."""
-    P: np.ndarray
+    """P = [[P1, P2], [0, P3]], one upper-triangular matrix of m-vectors, packed: (n(n+1)/2, W).
+
+    Verification only adds entries of P (in buckets chosen by the public signature) and
+    multiplies the sums by x, which works on the byte encoding as well as on bit planes, so
+    the key keeps P as its encoding (``nibbles``: each m-vector's m/2 bytes in a W-word slot)
+    and is not decoded at all. ``P`` gives the bitsliced form, made on first use (the tensor
+    path's GEMMs want bit planes)."""
+    nibbles: np.ndarray
+
+    @property
+    def has_bitsliced(self) -> bool:
+        """Whether ``P`` has been made (verification then uses it: it is a little faster)."""
+        return "P" in self.__dict__
+
+    @functools.cached_property
+    def P(self) -> np.ndarray:
+        entries, W = self.nibbles.shape
+        stream = np.zeros(entries * W + 4, np.uint64)     # with the spare word bitslice_stream wants
+        stream[:entries * W] = self.nibbles.reshape(-1)
+        out = np.empty((entries, W), np.uint64)
+        bitslice_stream(stream, 16 * W, out)              # a slot holds 16 W nibbles, zeros past m
+        return out
 
 
 def _seed_expansion(params: MayoParams, seed_sk: bytes):
@@ -146,9 +167,8 @@ def decode_esk(params: MayoParams, esk: bytes) -> ExpandedSecretKey:
 
 def expand_pk(params: MayoParams, cpk: bytes) -> ExpandedPublicKey:
     seed_pk = cpk[:params.pk_seed_bytes]
-    P1, P2 = _public_matrices(params, seed_pk)
-    P3 = decode_upper(params, cpk[params.pk_seed_bytes:], params.o)
-    return _assemble_public(params, P1, P2, P3)
+    P12 = aes128_ctr_scratch(seed_pk, params.P1_bytes + params.P2_bytes)   # P1 || P2, encoded
+    return _assemble_public(params, P12, cpk[params.pk_seed_bytes:])
 
 
 def expand_pk_bytes(params: MayoParams, cpk: bytes) -> bytes:
@@ -157,16 +177,31 @@ def expand_pk_bytes(params: MayoParams, cpk: bytes) -> bytes:
 
 
 def decode_epk(params: MayoParams, epk: bytes) -> ExpandedPublicKey:
-    a, b = params.P1_bytes, params.P1_bytes + params.P2_bytes
-    return _assemble_public(params, decode_upper(params, epk[:a], params.v),
-                            decode_matrix(params, epk[a:b], params.v, params.o),
-                            decode_upper(params, epk[b:], params.o))
+    b = params.P1_bytes + params.P2_bytes
+    return _assemble_public(params, epk[:b], epk[b:])
 
 
-def _assemble_public(params, P1, P2, P3) -> ExpandedPublicKey:
-    P = np.empty((params.n * (params.n + 1) // 2, params.words), np.uint64)
-    kernels.assemble_public_packed(P1, P2, P3, P)
-    return ExpandedPublicKey(P)
+def _assemble_public(params, P12, P3) -> ExpandedPublicKey:
+    """The key from the encodings of P1 || P2 and of P3 (bytes-like): each entry's m/2 bytes
+    copied to its place in the packed P, no decoding."""
+    mb = params.m_bytes
+    to_p12, to_p3 = _public_entry_places(params)
+    nibbles = np.zeros((params.n * (params.n + 1) // 2, params.words), np.uint64)
+    slots = nibbles.view(np.uint8)
+    kernels.place_rows(slots, to_p12, np.frombuffer(P12, np.uint8).reshape(-1, mb))
+    kernels.place_rows(slots, to_p3, np.frombuffer(P3, np.uint8).reshape(-1, mb))
+    return ExpandedPublicKey(nibbles)
+
+
+@functools.lru_cache(maxsize=None)
+def _public_entry_places(params: MayoParams):
+    """Where the entries of P1 || P2 and of P3, in their encoding's order, sit in the packed P."""
+    n, v, o = params.n, params.v, params.o
+    row = np.array([i * n - i * (i - 1) // 2 for i in range(n)])     # packed index of (i, i)
+    p1 = [row[i] + j - i for i in range(v) for j in range(i, v)]
+    p2 = [row[i] + v + c - i for i in range(v) for c in range(o)]
+    p3 = [row[v + a] + b - a for a in range(o) for b in range(a, o)]
+    return np.array(p1 + p2), np.array(p3)
 
 
 # -- signing and verification --------------------------------------------------------------------
@@ -178,7 +213,7 @@ def _target(params: MayoParams, digest: bytes, salt: bytes) -> np.ndarray:
 
 def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     """The signature encode(s) || salt of ``msg`` (the specification's MAYO.Sign)."""
-    k, o, v, m = params.k, params.o, params.v, params.m
+    k, o, v = params.k, params.o, params.v
     digest = shake256(msg, params.digest_bytes)
     salt = shake256(digest + rng(params.salt_bytes) + esk.seed_sk, params.salt_bytes)
     t = _target(params, digest, salt)
@@ -207,5 +242,6 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
     s = decode_nibbles(sig, k * params.n).reshape(k, params.n).copy()
     t = _target(params, shake256(msg, params.digest_bytes), salt)
     y = np.zeros(m, np.uint8)
-    kernels.evaluate_public(s, epk.P, np.array(params.f_tail, np.int64), y)   # P*(s)
+    P, encoded = (epk.P, False) if epk.has_bitsliced else (epk.nibbles, True)
+    kernels.evaluate_public(s, P, encoded, np.array(params.f_tail, np.int64), y)   # P*(s)
     return bool(np.array_equal(y, t))
