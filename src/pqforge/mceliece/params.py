@@ -8,7 +8,7 @@ of the Benes network ((2m - 1) 2^(m-4)) | s (n/8).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
