@@ -629,17 +629,12 @@ def _aligned_zeros(count):
 
 @nb.njit(inline="always", **_JIT)
 def _times_x(a, limbs, nibbles):
-    """a <- x * a for one W-word m-vector: bitsliced, (b0, b1, b2, b3) -> (b3, b0 ^ b3, b1, b2)
-    per limb; or, when ``nibbles`` is non-empty, nibble-packed: every nibble shifted up one
-    bit, its top bit fed back into bits 0 and 1 (x^4 = x + 1). Public data only."""
+    """a <- x * a for one W-word m-vector in an array: bitsliced, (b0, b1, b2, b3) ->
+    (b3, b0 ^ b3, b1, b2) per limb; nibble-packed (``nibbles`` non-empty), see ``_nibbles_times_x``."""
     L = len(limbs)
     if len(nibbles):
-        low = np.uint64(0x1111111111111111)
-        high = np.uint64(0xEEEEEEEEEEEEEEEE)
         for q in range(4 * L):
-            w = a[q]
-            top = (w >> np.uint64(3)) & low
-            a[q] = ((w << np.uint64(1)) & high) ^ top ^ (top << np.uint64(1))
+            a[q] = _nibbles_times_x(a[q])
     else:
         for q in range(L):
             b0, b1, b2, b3 = a[q], a[L + q], a[2 * L + q], a[3 * L + q]
@@ -647,20 +642,59 @@ def _times_x(a, limbs, nibbles):
 
 
 @nb.njit(inline="always", **_JIT)
+def _nibbles_times_x(w):
+    """x times each of the 16 nibble-packed elements of a word: every nibble shifted up one bit,
+    its top bit fed back into bits 0 and 1 (x^4 = x + 1)."""
+    top = (w >> np.uint64(3)) & np.uint64(0x1111111111111111)
+    return ((w << np.uint64(1)) & np.uint64(0xEEEEEEEEEEEEEEEE)) ^ top ^ (top << np.uint64(1))
+
+
+@nb.njit(inline="always", **_JIT)
 def _drain_buckets(bins, base, out, at, acc, limbs, nibbles):
     """out[at : at + W] ^= sum_v v * bucket v, for the 16 W-word buckets at bins[base:].
 
-    Horner on the bits of v: acc = sum over the buckets whose v has bit t, then times x, from
-    bit 3 down. Public data only."""
-    W = 4 * len(limbs)
-    for q in range(W):
-        acc[q] = 0
-    for t in range(3, -1, -1):
-        _times_x(acc, limbs, nibbles)
-        for v in range(16):
-            if (v >> t) & 1:
-                xor_block(acc, 0, bins, base + v * W, limbs)
-    xor_block(out, at, acc, 0, limbs)
+    Horner on the bits of v: the sum of the buckets whose v has bit t, then times x, from bit 3
+    down. With one limb the sum lives in four scalar variables (a loop over an array would
+    store and reload it at every step); with more, in ``acc`` (W words of scratch), added to
+    in 256-bit blocks, which is faster there. Public data only."""
+    L = len(limbs)
+    W = 4 * L
+    if L == 1 and len(nibbles):
+        for q in range(4):
+            a = np.uint64(0)
+            for t in range(3, -1, -1):
+                a = _nibbles_times_x(a)
+                for v in range(16):
+                    if (v >> t) & 1:
+                        a ^= bins[base + 4 * v + q]
+            out[at + q] ^= a
+    elif L == 1:
+        a0 = np.uint64(0)
+        a1 = np.uint64(0)
+        a2 = np.uint64(0)
+        a3 = np.uint64(0)
+        for t in range(3, -1, -1):
+            a0, a1, a2, a3 = a3, a0 ^ a3, a1, a2
+            for v in range(16):
+                if (v >> t) & 1:
+                    o = base + 4 * v
+                    a0 ^= bins[o]
+                    a1 ^= bins[o + 1]
+                    a2 ^= bins[o + 2]
+                    a3 ^= bins[o + 3]
+        out[at] ^= a0
+        out[at + 1] ^= a1
+        out[at + 2] ^= a2
+        out[at + 3] ^= a3
+    else:
+        for q in range(W):
+            acc[q] = 0
+        for t in range(3, -1, -1):
+            _times_x(acc, limbs, nibbles)
+            for v in range(16):
+                if (v >> t) & 1:
+                    xor_block(acc, 0, bins, base + v * W, limbs)
+        xor_block(out, at, acc, 0, limbs)
 
 
 @nb.njit(**_JIT)
