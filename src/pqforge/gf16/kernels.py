@@ -70,7 +70,8 @@ def _xor4_at(typingctx, dst, d, src, s):
 
 
 def xor_block(dst, d, src, s, limbs):
-    """dst[d : d + W] ^= src[s : s + W] for one bitsliced vector of W = 4 * len(limbs) words.
+    """dst[d : d + W] ^= src[s : s + W] for one m-vector of W = 4 * len(limbs) words (bitsliced,
+    or its encoding in a W-word slot: XOR adds either way).
 
     ``limbs`` is a tuple of len(limbs) zeros: its length is part of the compiled type, so a
     kernel taking it is compiled once per vector size with constant loop bounds, and the

@@ -2,7 +2,8 @@
 
 The steps follow the specification's algorithms line by line; matrix products and the linear
 solve run in compiled kernels (``kernels.py``). Byte strings are decoded once into the internal
-form (bitsliced m-vectors, GF(16) element arrays) and encoded once on the way out.
+form (bitsliced m-vectors, GF(16) element arrays) and encoded once on the way out; the expanded
+public key keeps its encoding (see ``ExpandedPublicKey``).
 """
 
 from __future__ import annotations
