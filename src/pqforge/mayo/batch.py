@@ -305,30 +305,23 @@ def draw_randomness(rng, size: int, nbytes: int) -> list[bytes]:
 
 # -- verification --------------------------------------------------------------------------------
 
-BITSLICED_KEY_MIN = 16
-"""Verifications under one key from which the key's bit planes are worth making (they cost
-one to two verifications and save up to a fifth of each); fewer use its byte encoding."""
-
-
-def _verify_indices(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs, out, idx):
-    """out[idx] = the verdicts of the well-formed signatures sigs[idx] under one expanded key."""
+def _verify_indices(p: MayoParams, key, messages, sigs, out, idx):
+    """out[idx] = the verdicts of the well-formed signatures sigs[idx] under one key, given as
+    ``ExpandedPublicKey.for_verification``'s (matrix, encoded)."""
     chosen = [sigs[j] for j in idx]
     S = signature_vectors(p, chosen)
     salt_at = p.sig_bytes - p.salt_bytes
     T = targets(p, [messages[j] for j in idx], [sig[salt_at:] for sig in chosen])
     res = np.zeros(len(idx), np.bool_)
-    bitsliced = len(idx) >= BITSLICED_KEY_MIN or epk.has_bitsliced
-    P = epk.P if bitsliced else epk.nibbles
-    _verify_chunk(P, not bitsliced, S, T, np.array(p.f_tail, np.int64), res)
+    _verify_chunk(key[0], key[1], S, T, np.array(p.f_tail, np.int64), res)
     out[idx] = res
 
 
 def _verify_one_key_cpu(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs, out, index, threads):
     """out[index[j]] = verdict of (messages[j], sigs[j]) for well-formed signatures under one key."""
     index = list(index)       # Python ints: indexing the lists with numpy integers is slower
-    if len(index) >= BITSLICED_KEY_MIN:
-        epk.P                 # make the bit planes once, before the threads share the key
-    _run_chunks(lambda lo, hi: _verify_indices(p, epk, messages, sigs, out, index[lo:hi]), len(index), threads)
+    key = epk.for_verification(len(index))    # resolved once, before the threads share it
+    _run_chunks(lambda lo, hi: _verify_indices(p, key, messages, sigs, out, index[lo:hi]), len(index), threads)
 
 
 def verify_many_one_key(p: MayoParams, epk_source, messages, signatures, backend=None, threads=None,
@@ -408,7 +401,8 @@ def _verify_groups_cpu(p, groups, messages, sigs, out, threads):
 
     def work(lo, hi):  # one or few elements per key: split the keys across the threads
         for g in small[lo:hi]:
-            _verify_indices(p, _expanded_public(p, g[0][1]), messages, sigs, out, [i for i, _ in g])
+            _verify_indices(p, _expanded_public(p, g[0][1]).for_verification(len(g)), messages, sigs, out,
+                            [i for i, _ in g])
 
     _run_chunks(work, len(small), threads)
 

@@ -201,6 +201,13 @@ def bitslice_into(elements, length, out):
 
 
 @nb.njit(inline="always", **_JIT)
+def _planes_times_x(b0, b1, b2, b3):
+    """x times a bitsliced limb given as its four plane words: (b3, b0 ^ b3, b1, b2), because
+    x * x^3 = x^4 = x + 1. Shifts nothing, so secret-safe."""
+    return b3, b0 ^ b3, b1, b2
+
+
+@nb.njit(inline="always", **_JIT)
 def _shift_xor(dst, dst_limbs, c0, src, src_limbs, shift):
     """dst[:, c0 + c] ^= z^shift src[:, c] for bitsliced vectors stored as columns (word q of
     column c at [q, c]): every bit plane of src (src_limbs words) moved up by ``shift``
@@ -249,13 +256,12 @@ def _reduce_mod_f(ext, ext_limbs, m, f_tail, out, limbs):
             else:
                 for c in range(C):
                     h[c] = lo[c] >> b
-    for i in range(1, 4):                     # x * (b0, b1, b2, b3) = (b3, b0 ^ b3, b1, b2)
+    for i in range(1, 4):                     # x^i h
         for q in range(hl):
             for c in range(C):
-                b0, b1, b2, b3 = (high[i - 1, q, c], high[i - 1, hl + q, c],
-                                  high[i - 1, 2 * hl + q, c], high[i - 1, 3 * hl + q, c])
                 high[i, q, c], high[i, hl + q, c], high[i, 2 * hl + q, c], high[i, 3 * hl + q, c] = \
-                    b3, b0 ^ b3, b1, b2
+                    _planes_times_x(high[i - 1, q, c], high[i - 1, hl + q, c],
+                                    high[i - 1, 2 * hl + q, c], high[i - 1, 3 * hl + q, c])
     keep = m - 64 * (limbs - 1)               # bits of the last limb below z^m
     last = ~np.uint64(0) if keep == 64 else (np.uint64(1) << np.uint64(keep)) - np.uint64(1)
     for p in range(4):
@@ -629,16 +635,16 @@ def _aligned_zeros(count):
 
 @nb.njit(inline="always", **_JIT)
 def _times_x(a, limbs, nibbles):
-    """a <- x * a for one W-word m-vector in an array: bitsliced, (b0, b1, b2, b3) ->
-    (b3, b0 ^ b3, b1, b2) per limb; nibble-packed (``nibbles`` non-empty), see ``_nibbles_times_x``."""
+    """a <- x * a for one W-word m-vector in an array: bitsliced (``_planes_times_x`` per limb) or
+    nibble-packed (``nibbles`` non-empty, ``_nibbles_times_x`` per word)."""
     L = len(limbs)
     if len(nibbles):
         for q in range(4 * L):
             a[q] = _nibbles_times_x(a[q])
     else:
         for q in range(L):
-            b0, b1, b2, b3 = a[q], a[L + q], a[2 * L + q], a[3 * L + q]
-            a[q], a[L + q], a[2 * L + q], a[3 * L + q] = b3, b0 ^ b3, b1, b2
+            a[q], a[L + q], a[2 * L + q], a[3 * L + q] = _planes_times_x(a[q], a[L + q], a[2 * L + q],
+                                                                         a[3 * L + q])
 
 
 @nb.njit(inline="always", **_JIT)
@@ -674,7 +680,7 @@ def _drain_buckets(bins, base, out, at, acc, limbs, nibbles):
         a2 = np.uint64(0)
         a3 = np.uint64(0)
         for t in range(3, -1, -1):
-            a0, a1, a2, a3 = a3, a0 ^ a3, a1, a2
+            a0, a1, a2, a3 = _planes_times_x(a0, a1, a2, a3)
             for v in range(16):
                 if (v >> t) & 1:
                     o = base + 4 * v
@@ -772,6 +778,17 @@ def public_pairs_nibbles(X, P, U):
 
 
 @nb.njit(**_JIT)
+def slots_to_bitsliced(slots, out):
+    """m-vectors from their encoding in W-word slots (``ExpandedPublicKey.nibbles``) to bit
+    planes, out (count, W): each slot read as a vector of 16 W nibbles, zero past m. Public
+    data only."""
+    count, W = slots.shape
+    stream = np.zeros(count * W + 4, np.uint64)   # the spare word bitslice_stream wants
+    stream[:count * W] = slots.reshape(count * W)
+    bitslice_stream(stream, 16 * W, out)
+
+
+@nb.njit(**_JIT)
 def whip_and_solve(U, M, t, r, f_tail, x):
     """The whipped system A x = t - sum_ell z^ell u of the pair products U (k, k, W) and
     M (k, o, W), solved by SampleSolution with randomness r: writes x (k*o elements) and
@@ -812,9 +829,7 @@ def evaluate_public(S, P, encoded, f_tail, y):
     if encoded:
         Un = np.zeros((k, k, W), np.uint64)
         public_pairs_nibbles(S, P, Un)
-        stream = np.zeros(k * k * W + 4, np.uint64)   # U as a stream of k*k vectors of 16 W nibbles
-        stream[:k * k * W] = Un.reshape(k * k * W)
-        bitslice_stream(stream, 16 * W, U.reshape(k * k, W))
+        slots_to_bitsliced(Un.reshape(k * k, W), U.reshape(k * k, W))
     else:
         public_pairs(S, P, U)
     whip(U, np.zeros((k, 0, W), np.uint64), m, f_tail, y, np.zeros((m, 0), np.uint8))

@@ -16,10 +16,6 @@ from . import api, scheme
 from .params import MayoParams
 
 
-_BITSLICE_AFTER = 8
-"""Verifications by one key object after which it decodes its key into bit planes."""
-
-
 class MayoPublicKey:
     """A MAYO public key (compact form: ``public_key_size`` bytes)."""
 
@@ -27,7 +23,6 @@ class MayoPublicKey:
         self.algorithm = algorithm
         self._cpk = cpk
         self._expanded = None
-        self._verified = 0
 
     def public_bytes_raw(self) -> bytes:
         """The specification's compact public key: seed_pk || P3."""
@@ -45,9 +40,6 @@ class MayoPublicKey:
         data = require_bytes(data, "data")
         if len(signature) != p.sig_bytes:
             raise InvalidSignature(f"{p.name} signature must be {p.sig_bytes} bytes, got {len(signature)}")
-        self._verified += 1
-        if self._verified == _BITSLICE_AFTER:
-            self.expanded().P      # a key in steady use verifies from its bit planes (made once)
         if not scheme.verify(p, self.expanded(), data, signature):
             raise InvalidSignature(f"{p.name} signature does not verify under this public key")
 

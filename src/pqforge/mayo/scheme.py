@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..gf16 import decode_nibbles, encode_nibbles, unbitslice
-from ..gf16.kernels import bitslice_nibble_rows, bitslice_stream
+from ..gf16.kernels import bitslice_nibble_rows
 from ..symmetric import aes128_ctr, aes128_ctr_scratch, shake256
 from . import kernels
 from .params import MayoParams
@@ -80,7 +80,12 @@ class ExpandedSecretKey:
     L: np.ndarray       # (v, o, W)   L = (P1 + P1^T) O + P2
 
 
-@dataclass(frozen=True)
+BITSLICED_AFTER = 16
+"""Verifications by one expanded public key from which it decodes P into bit planes: making
+them costs one to two verifications, and each verification from them is faster."""
+
+
+@dataclass(eq=False)
 class ExpandedPublicKey:
     """P = [[P1, P2], [0, P3]], one upper-triangular matrix of m-vectors, packed: (n(n+1)/2, W).
 
@@ -88,22 +93,29 @@ class ExpandedPublicKey:
     multiplies the sums by x, which works on the byte encoding as well as on bit planes, so
     the key keeps P as its encoding (``nibbles``: each m-vector's m/2 bytes in a W-word slot)
     and is not decoded at all. ``P`` gives the bitsliced form, made on first use (the tensor
-    path's GEMMs want bit planes)."""
+    path's GEMMs want bit planes); ``for_verification`` switches to it once the key is in
+    steady use."""
     nibbles: np.ndarray
+    verifications: int = 0
 
     @property
     def has_bitsliced(self) -> bool:
-        """Whether ``P`` has been made (verification then uses it: it is a little faster)."""
+        """Whether ``P`` has been made."""
         return "P" in self.__dict__
 
     @functools.cached_property
     def P(self) -> np.ndarray:
-        entries, W = self.nibbles.shape
-        stream = np.zeros(entries * W + 4, np.uint64)     # with the spare word bitslice_stream wants
-        stream[:entries * W] = self.nibbles.reshape(-1)
-        out = np.empty((entries, W), np.uint64)
-        bitslice_stream(stream, 16 * W, out)              # a slot holds 16 W nibbles, zeros past m
+        out = np.empty(self.nibbles.shape, np.uint64)
+        kernels.slots_to_bitsliced(self.nibbles, out)
         return out
+
+    def for_verification(self, count: int = 1) -> tuple[np.ndarray, bool]:
+        """(matrix, encoded) for ``count`` more verifications: the bit planes once this key has
+        verified (or is about to verify) ``BITSLICED_AFTER`` signatures, the encoding before."""
+        self.verifications += count
+        if self.verifications >= BITSLICED_AFTER or self.has_bitsliced:
+            return self.P, False
+        return self.nibbles, True
 
 
 def _seed_expansion(params: MayoParams, seed_sk: bytes):
@@ -243,6 +255,6 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
     s = decode_nibbles(sig, k * params.n).reshape(k, params.n).copy()
     t = _target(params, shake256(msg, params.digest_bytes), salt)
     y = np.zeros(m, np.uint8)
-    P, encoded = (epk.P, False) if epk.has_bitsliced else (epk.nibbles, True)
+    P, encoded = epk.for_verification()
     kernels.evaluate_public(s, P, encoded, np.array(params.f_tail, np.int64), y)   # P*(s)
     return bool(np.array_equal(y, t))
