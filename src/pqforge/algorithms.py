@@ -2,8 +2,9 @@
 
 An algorithm object has ``name``, ``kind`` ("signature" or "kem"), its byte sizes, the NIST-API
 functions (``keypair``; ``sign_nist``/``open_nist``/``sign``/``verify`` or
-``encapsulate``/``decapsulate``), the key-object constructors, and ``benchmark_ops()``. The
-command line, the KAT generator and the benchmark harness see only this uniform shape.
+``encapsulate``/``decapsulate``), the key-object constructors, ``benchmark_ops()`` and
+``warm_up()`` (compile every kernel now). The command line, the KAT generator and the benchmark
+harness see only this uniform shape.
 """
 
 from __future__ import annotations

@@ -222,8 +222,7 @@ def cmd_precompile(args) -> int:
     for name in args.alg or algorithms.names():
         alg = algorithms.get(name)
         t0 = time.perf_counter()
-        for op in alg.benchmark_ops().values():
-            op()
+        alg.warm_up()
         print(f"{alg.name}: ready ({time.perf_counter() - t0:.1f} s)")
     return 0
 

@@ -227,3 +227,42 @@ def test_tensor_path_through_the_api_equals_bitsliced(keyed):
     assert pk.verify_many(msgs2, sigs, backend="cpu", path="tensor").tolist() == want.tolist()   # prepared once
     with pytest.raises(InvalidInput):
         pk.verify_many(msgs, got, path="gemm")
+
+
+def test_warm_up_compiles_everything_the_calls_use():
+    """After ``warm_up()`` (what ``pqforge precompile`` runs) in a fresh interpreter, single and
+    batch calls with new keys and messages compile no further numba specialisation."""
+    import subprocess
+    import sys
+    code = (
+        "import os, sys\n"
+        "from numba.core.dispatcher import Dispatcher\n"
+        "from pqforge import mayo\n"
+        "alg = mayo.MAYO2\n"
+        "alg.warm_up()\n"
+        "def compiled():\n"
+        "    found = {}\n"
+        "    for name, module in list(sys.modules.items()):\n"
+        "        if name.startswith('pqforge'):\n"
+        "            for attr, obj in vars(module).items():\n"
+        "                if isinstance(obj, Dispatcher):\n"
+        "                    found[f'{name}.{attr}'] = len(obj.overloads)\n"
+        "    return found\n"
+        "before = compiled()\n"
+        "sk = alg.generate_private_key(); pk = sk.public_key()\n"
+        "msgs = [os.urandom(n) for n in range(40)]\n"
+        "sigs = sk.sign_many(msgs, backend='cpu')\n"
+        "assert pk.verify_many(msgs[:3], sigs[:3], backend='cpu').all()\n"
+        "assert pk.verify_many(msgs, sigs, backend='cpu').all()\n"
+        "assert pk.verify_many(msgs, sigs[:-1] + [sigs[0]], backend='cpu').sum() == 39\n"
+        "pk.verify(sk.sign(b'one'), b'one')\n"
+        "keys = alg.generate_private_keys(3, backend='cpu')\n"
+        "d_sigs = mayo.sign_many(alg, keys, msgs[:3], backend='cpu')\n"
+        "assert mayo.verify_many(alg, [k.public_key() for k in keys], msgs[:3], d_sigs, backend='cpu').all()\n"
+        "after = compiled()\n"
+        "new = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}\n"
+        "assert not new, f'compiled after warm_up: {new}'\n"
+        "assert len(before) > 20, sorted(before)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]

@@ -164,6 +164,30 @@ class MayoAlgorithm:
             "expand pk": lambda: scheme.expand_pk(p, cpk),
         }
 
+    def warm_up(self) -> None:
+        """Run every compiled path once, so that numba compiles and caches its kernels now
+        (``pqforge precompile``, e.g. in a container build) and not on a first request: the
+        single operations, a fresh and a steadily used public key, and the batch calls (one key
+        and distinct keys, bitsliced and tensor paths, on the CPU)."""
+        from . import batch
+        for op in self.benchmark_ops().values():
+            op()
+        sk = self.generate_private_key()
+        pk = sk.public_key()
+        msgs = [bytes([i]) for i in range(2 * scheme.BITSLICED_AFTER)]
+        sigs = sk.sign_many(msgs, backend="cpu", threads=1)
+        for count in (1, len(msgs)):        # before and after the key turns to bit planes
+            pk.verify_many(msgs[:count], sigs[:count], backend="cpu", threads=1)
+        for _ in range(scheme.BITSLICED_AFTER):
+            pk.verify(sigs[0], msgs[0])
+        sk.sign_many(msgs[:2], backend="cpu", path="tensor")
+        pk.verify_many(msgs[:2], sigs[:2], backend="cpu", path="tensor")
+        keys = self.generate_private_keys(2, backend="cpu", threads=1)
+        csks = [key.private_bytes_raw() for key in keys]
+        cpks = [key.public_key().public_bytes_raw() for key in keys]
+        d_sigs = batch.sign_many(self.params, csks, msgs[:2], backend="cpu", threads=1)
+        batch.verify_many(self.params, cpks, msgs[:2], d_sigs, backend="cpu", threads=1)
+
     def __repr__(self) -> str:
         return f"<MAYO {self.name}>"
 

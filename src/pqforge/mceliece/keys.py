@@ -112,5 +112,10 @@ class McElieceAlgorithm:
             "decaps": lambda: self.decapsulate(sk, ct),
         }
 
+    def warm_up(self) -> None:
+        """Run every compiled path once, so that numba compiles and caches its kernels now."""
+        for op in self.benchmark_ops().values():
+            op()
+
     def __repr__(self) -> str:
         return f"<{self.name}>"
