@@ -1,5 +1,7 @@
 """One exception hierarchy for everything pqforge raises on purpose."""
 
+import numpy as np
+
 
 class PQForgeError(Exception):
     """Base class of all pqforge errors."""
@@ -28,10 +30,13 @@ class UnknownAlgorithm(PQForgeError, ValueError):
 def require_bytes(value, what: str, length: int | None = None) -> bytes:
     """Return ``value`` as bytes or raise a clear error naming ``what`` and the expected size.
 
-    bytes, bytearray and memoryview are accepted; str and everything else is a type error.
+    bytes, bytearray and memoryview are accepted; str, numpy.bytes_ (it drops trailing zero
+    bytes) and everything else is a type error.
     """
     if isinstance(value, (bytearray, memoryview)):
         value = bytes(value)
+    if isinstance(value, np.bytes_):
+        raise InvalidType(f"{what} is a numpy.bytes_, which has lost any trailing zero bytes; pass bytes")
     if not isinstance(value, bytes):
         raise InvalidType(f"{what} must be bytes, not {type(value).__name__}")
     if length is not None and len(value) != length:

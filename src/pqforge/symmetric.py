@@ -8,10 +8,9 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 _ZERO_IV = bytes(16)
 _zeros = b""
 _scratch = threading.local()
-# One AES call at a time: the cipher releases the GIL while it runs, and two threads doing so at
-# once run each call about three times slower than one thread does (100 KB keystreams: 104
-# against 33 us per call), more than serialising them costs. Batches expand keys on several
-# threads, so this lock makes their AES share one core at full speed.
+# One AES call at a time. The cipher keeps the GIL while it runs, and two threads calling it at
+# once took three times longer per call than one thread (100 KB keystreams: 104 against 33 us),
+# the threads handing the GIL to each other; with this lock they take turns at full speed.
 _aes_lock = threading.Lock()
 
 
@@ -44,7 +43,13 @@ def aes128_ctr_scratch(key: bytes, outlen: int) -> memoryview:
     buf = getattr(_scratch, "buf", None)
     if buf is None or len(buf) < outlen + 15:
         buf = _scratch.buf = bytearray(outlen + 15)
+    aes128_ctr_into(key, outlen, buf)
+    return memoryview(buf)[:outlen]
+
+
+def aes128_ctr_into(key: bytes, outlen: int, buf) -> None:
+    """The keystream of ``outlen`` bytes written to the start of the writable buffer ``buf``,
+    which must have 15 more bytes after them (the cipher's rule for writing into a buffer)."""
     with _aes_lock:
         enc = Cipher(algorithms.AES(key), modes.CTR(_ZERO_IV)).encryptor()
-        n = enc.update_into(_zero_bytes(outlen), buf)
-    return memoryview(buf)[:n]
+        enc.update_into(_zero_bytes(outlen), buf)

@@ -115,6 +115,27 @@ def test_distinct_keys_equal_loops_of_single_calls(keyed):
     assert swapped.tolist() == [False] * 5
 
 
+@pytest.mark.parametrize("chunk_bytes", [1, 1 << 30], ids=["one key per chunk", "one chunk"])
+def test_fresh_key_chunks_give_the_single_verdicts(monkeypatch, chunk_bytes):
+    """Key byte strings shared by few elements are assembled one after another in one buffer per
+    chunk (``_verify_fresh_keys``): every element gets its own key's verdict, however the keys
+    fall into chunks."""
+    monkeypatch.setattr(batch, "FRESH_KEY_BYTES", chunk_bytes)
+    alg = mayo.MAYO1
+    keys = alg.generate_private_keys(5, rng=NistCtrDrbg(bytes(range(2, 50))))
+    msgs = [b"m%d" % i for i in range(10)]
+    sks = [keys[i % 5] for i in range(10)]
+    sigs = mayo.sign_many(alg, sks, msgs, rng=NistCtrDrbg(bytes(48)))
+    cpks = [k.public_key().public_bytes_raw() for k in keys]
+    pks = [cpks[i % 5] if i != 7 else mayo.expand_pk(alg, cpks[2]) for i in range(10)]
+    sigs[3] = sigs[4]                        # another key's signature
+    msgs[6] = b"changed"                     # another message
+    want = [mayo.verify(alg, pk, m, s) for pk, m, s in zip(pks, msgs, sigs)]
+    assert want == [True, True, True, False, True, True, False, True, True, True]
+    assert mayo.verify_many(alg, pks, msgs, sigs, threads=2).tolist() == want
+    assert mayo.verify_many(alg, pks, msgs, sigs, threads=1).tolist() == want
+
+
 def test_malformed_elements():
     alg = mayo.MAYO2
     sk = alg.generate_private_key()
@@ -125,7 +146,7 @@ def test_malformed_elements():
     pks = [pk.public_bytes_raw(), pk.public_bytes_raw()[:-1], pk.public_bytes_raw()]
     assert mayo.verify_many(alg, pks, msgs, sigs).tolist() == [True, False, True]
     assert mayo.verify_many(alg, [pk] * 3, msgs, [sigs[0], sigs[1] + b"\0", sigs[2]]).tolist() == [True, False, True]
-    with pytest.raises(InvalidType, match="signature 1"):
+    with pytest.raises(InvalidType, match="signature 1"):   # a wrong type is the caller's error
         pk.verify_many(msgs, [sigs[0], "text", sigs[2]])
     # signing: a malformed key or message raises naming its index, before drawing randomness
     rng = CountingRng()
@@ -140,6 +161,116 @@ def test_malformed_elements():
         alg.generate_private_keys(-1)
     with pytest.raises(InvalidType):
         alg.generate_private_keys(2.5)
+
+
+def test_key_of_another_set_is_an_invalid_element_in_any_form():
+    alg = mayo.MAYO2
+    sk = alg.generate_private_key()
+    pk, other = sk.public_key(), mayo.MAYO1.generate_private_key().public_key()
+    sigs = sk.sign_many([b"a", b"b"])
+    for foreign in (other, other.public_bytes_raw()):
+        assert mayo.verify_many(alg, [pk, foreign], [b"a", b"b"], sigs).tolist() == [True, False]
+
+
+def test_numpy_fixed_width_bytes_are_refused():
+    """numpy's S dtype drops trailing zero bytes, which would silently change signatures and messages."""
+    sk = mayo.MAYO2.generate_private_key()
+    pk = sk.public_key()
+    sig = sk.sign(b"abc\x00")
+    with pytest.raises(InvalidType, match="trailing zero bytes"):
+        sk.sign_many(np.array([b"abc\x00"]))
+    with pytest.raises(InvalidType, match="trailing zero bytes"):
+        pk.verify_many(np.array([b"abc\x00"]), [sig])
+    with pytest.raises(InvalidType, match="message 1 is a numpy.bytes_"):
+        sk.sign_many([b"x", np.bytes_(b"abc")])
+    with pytest.raises(InvalidType, match="numpy.bytes_"):
+        pk.verify(np.bytes_(sig), b"abc\x00")
+    # an array of dtype object keeps the bytes as they are
+    assert pk.verify_many(np.array([b"abc\x00"], dtype=object), np.array([sig], dtype=object)).tolist() == [True]
+
+
+@pytest.mark.parametrize("threads, error", [("2", InvalidType), (1.5, InvalidType), (True, InvalidType),
+                                            ([2], InvalidType), (0, InvalidInput), (-1, InvalidInput),
+                                            (batch.MAX_THREADS + 1, InvalidInput)])
+def test_bad_thread_counts_raise_before_any_work(threads, error):
+    alg = mayo.MAYO2
+    sk = alg.generate_private_key()
+    pk = sk.public_key()
+    rng = CountingRng()
+    calls = [lambda: sk.sign_many([b"a"], rng=rng, threads=threads),
+             lambda: sk.sign_many([b"a"], rng=rng, threads=threads, path="tensor"),
+             lambda: sk.sign_many([], rng=rng, threads=threads),
+             lambda: mayo.sign_many(alg, [sk], [b"a"], rng=rng, threads=threads),
+             lambda: alg.generate_private_keys(1, rng=rng, threads=threads),
+             lambda: pk.verify_many([b"a"], [b"not a signature"], threads=threads),
+             lambda: mayo.verify_many(alg, [pk], [b"a"], [b"x"], threads=threads)]
+    for call in calls:
+        with pytest.raises(error, match="threads"):
+            call()
+    assert rng.calls == []
+
+
+def test_bad_backend_raises_before_any_work_even_for_empty_batches():
+    alg = mayo.MAYO2
+    sk = alg.generate_private_key()
+    rng = CountingRng()
+    for call in (lambda: sk.sign_many([b"a"], rng=rng, backend="gpu"),
+                 lambda: sk.sign_many([], rng=rng, backend="gpu"),
+                 lambda: mayo.sign_many(alg, [sk], [b"a"], rng=rng, backend="gpu"),
+                 lambda: alg.generate_private_keys(0, rng=rng, backend="gpu"),
+                 lambda: sk.public_key().verify_many([b"a"], [b"x"], backend="gpu")):
+        with pytest.raises(InvalidInput, match="backend"):
+            call()
+    assert rng.calls == []
+
+
+def test_one_shared_thread_pool_whatever_the_thread_counts():
+    import threading
+    sk = mayo.MAYO2.generate_private_key()
+    msgs = [b"m%d" % i for i in range(24)]
+    sk.sign_many(msgs, threads=2)
+    before = threading.active_count()
+    for t in range(2, 9):
+        assert sk.public_key().verify_many(msgs, sk.sign_many(msgs, threads=t), threads=t).all()
+    # one pool, grown to 8 workers at most, instead of a pool per count (2 + 3 + ... + 8 threads)
+    assert threading.active_count() - before <= 8
+
+
+def test_malformed_expanded_secret_key_is_an_invalid_key_naming_its_element():
+    """An expanded secret key of the right length but not from key generation never yields a
+    full-rank system: a clear InvalidKey, not a bare RuntimeError."""
+    alg = mayo.MAYO2
+    sk = alg.generate_private_key()
+    garbage = b"\xff" * alg.params.esk_bytes
+    with pytest.raises(InvalidKey, match="element 1: the secret key is malformed"):
+        mayo.sign_many(alg, [sk, garbage], [b"a", b"b"], backend="cpu")
+    with pytest.raises(InvalidKey, match="malformed"):
+        alg.sign(garbage, b"a")
+
+
+def test_device_out_of_memory_is_recognised_and_host_memory_errors_pass(monkeypatch):
+    from pqforge import gpu
+    from pqforge.errors import DeviceOutOfMemory
+    monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
+    assert gpu.is_out_of_memory(RuntimeError("[2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY"))
+    assert gpu.is_out_of_memory(MemoryError("Out of memory allocating 1,024 bytes (allocated so far: 0 bytes)."))
+    assert not gpu.is_out_of_memory(MemoryError("Unable to allocate 8.00 PiB for an array"))
+    with pytest.raises(DeviceOutOfMemory, match="smaller batch"):
+        with gpu.out_of_memory_as_error(10):
+            raise RuntimeError("CUDA_ERROR_OUT_OF_MEMORY")
+    with pytest.raises(MemoryError, match="Unable to allocate") as info:
+        with gpu.out_of_memory_as_error(10):
+            raise MemoryError("Unable to allocate 8.00 PiB for an array")
+    assert not isinstance(info.value, DeviceOutOfMemory)
+
+
+def test_auto_takes_the_gpu_for_the_tensor_path_only_with_cupy(monkeypatch):
+    monkeypatch.setattr(batch, "gpu_usable", lambda: True)
+    monkeypatch.setattr(batch, "_cupy_installed", lambda: False)
+    assert batch.choose_backend("auto", 10 ** 6, "bitsliced") == "cuda"
+    assert batch.choose_backend("auto", 10 ** 6, "tensor") == "cpu"
+    monkeypatch.setattr(batch, "_cupy_installed", lambda: True)
+    assert batch.choose_backend("auto", 10 ** 6, "tensor") == "cuda"
 
 
 def test_mismatched_lengths_raise_before_any_work():

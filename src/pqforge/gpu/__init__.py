@@ -10,7 +10,10 @@ set before numba is first imported), which is how the test suite exercises them.
 
 from __future__ import annotations
 
+import contextlib
 import os
+
+from ..errors import DeviceOutOfMemory
 
 
 def simulator_enabled() -> bool:
@@ -38,3 +41,26 @@ def available(allow_simulator: bool = False) -> bool:
         return bool(cuda.is_available())
     except Exception:  # a broken driver installation is "no GPU", not a crash
         return False
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is the device (numba-cuda, CuPy) running out of memory. Under the
+    simulator device arrays live in host memory, so a host MemoryError counts there too."""
+    text = f"{type(exc).__name__} {exc}".upper()
+    return ("OUT_OF_MEMORY" in text or "OUT OF MEMORY" in text
+            or (simulator_enabled() and isinstance(exc, MemoryError)))
+
+
+@contextlib.contextmanager
+def out_of_memory_as_error(size: int):
+    """The device running out of memory inside becomes DeviceOutOfMemory, which suggests a
+    smaller batch; every other error passes unchanged."""
+    try:
+        yield
+    except DeviceOutOfMemory:
+        raise
+    except Exception as exc:
+        if is_out_of_memory(exc):
+            raise DeviceOutOfMemory(f"the GPU ran out of memory for a batch of {size}; use a smaller batch "
+                                    f"or backend='cpu' (the CPU backend is unaffected)") from exc
+        raise

@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from ..errors import DeviceOutOfMemory
-from . import aes, keccak
+from ..errors import InvalidKey
+from ..mayo.scheme import NO_FULL_RANK
+from . import aes, keccak, out_of_memory_as_error
 from .verify import kernels_for
 
 THREADS_PER_BLOCK = 64
@@ -30,16 +31,6 @@ def _tpb() -> int:
 def _instance_tpb(p) -> int:
     from . import simulator_enabled
     return SIMULATOR_THREADS_PER_BLOCK if simulator_enabled() else INSTANCE_THREADS.get(p.name, THREADS_PER_BLOCK)
-
-
-def _is_oom(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__} {exc}".upper()
-    return "OUT_OF_MEMORY" in text or "OUT OF MEMORY" in text or isinstance(exc, MemoryError)
-
-
-def _oom(size: int) -> DeviceOutOfMemory:
-    return DeviceOutOfMemory(f"the GPU ran out of memory for a batch of {size}; use a smaller batch "
-                             f"or backend='cpu' (the CPU backend is unaffected)")
 
 
 def expand_public_keys(p, cpks: list[bytes]):
@@ -105,12 +96,8 @@ def _verify_in_chunks(p, P_d, idx, key_of: np.ndarray, messages, sigs, out) -> N
 
 def verify_same_key(p, cpk: bytes, messages, sigs, out, good) -> np.ndarray:
     """Verdicts for the well-formed elements ``good`` under one compact key, expanded once on the device."""
-    try:
+    with out_of_memory_as_error(len(good)):
         _verify_in_chunks(p, expand_public_keys(p, [cpk]), good, np.zeros(len(good), np.int64), messages, sigs, out)
-    except Exception as exc:
-        if _is_oom(exc):
-            raise _oom(len(good)) from exc
-        raise
     return out
 
 
@@ -118,7 +105,7 @@ def verify_distinct_keys(p, groups, messages, sigs, out) -> np.ndarray:
     """Verdicts for elements grouped by compact key (key bytes -> [(index, key)]), keys in chunks."""
     items = list(groups.items())
     keys_per_launch = max(1, (1 << 31) // (8 * p.n * p.n * p.words + p.P1_bytes + p.P2_bytes))
-    try:
+    with out_of_memory_as_error(len(out)):
         for lo in range(0, len(items), keys_per_launch):
             part = items[lo:lo + keys_per_launch]
             cpks = [ident for ident, _ in part]
@@ -129,10 +116,6 @@ def verify_distinct_keys(p, groups, messages, sigs, out) -> np.ndarray:
                     idx.append(i)
                     key_of.append(q)
             _verify_in_chunks(p, P_d, idx, np.array(key_of, np.int64), messages, sigs, out)
-    except Exception as exc:
-        if _is_oom(exc):
-            raise _oom(len(out)) from exc
-        raise
     return out
 
 
@@ -161,7 +144,7 @@ def keygen(p, seeds: list[bytes]) -> list[bytes]:
     kg = sign_kernels(p)[2]
     out = []
     step = max(1, (1 << 30) // (8 * p.words * (p.v * p.v + 3 * p.v * p.o + p.o * p.o) + p.P1_bytes + p.P2_bytes))
-    try:
+    with out_of_memory_as_error(len(seeds)):
         for lo in range(0, len(seeds), step):
             part = seeds[lo:lo + step]
             d = prepare_secret_keys(p, part)
@@ -171,10 +154,6 @@ def keygen(p, seeds: list[bytes]) -> list[bytes]:
             cpk = cuda.device_array((K, p.cpk_bytes), np.uint8)
             kg[K, _tpb() * 4](d["seed_pk"], d["O"], d["P1"], d["P2"], X, P3, cpk)
             out += [row.tobytes() for row in cpk.copy_to_host()]
-    except Exception as exc:
-        if _is_oom(exc):
-            raise _oom(len(seeds)) from exc
-        raise
     return out
 
 
@@ -205,8 +184,8 @@ def run_sign(p, keys: dict, key_of: np.ndarray, messages: list[bytes], randomnes
     launch, out, status = sign_launch(p, keys, key_of, messages, randomness)
     launch()
     st = status.copy_to_host()
-    if (st < 0).any():   # probability far below 2^-256, as on the CPU
-        raise RuntimeError("MAYO signing found no full-rank system in 256 attempts")
+    if (st < 0).any():   # for keys made by key generation the chance is below 2^-256, as on the CPU
+        raise InvalidKey(NO_FULL_RANK)
     return [row.tobytes() for row in out.copy_to_host()]
 
 
@@ -218,7 +197,7 @@ def _sign_chunk_size(p) -> int:
 def sign_groups(p, groups: list[tuple[bytes, list[int]]], messages, randomness, out) -> None:
     """out[i] for every index i of each (compact secret key, indices) group; keys prepared once each."""
     keys_per_launch = max(1, (1 << 30) // (8 * p.words * (p.v * p.v + 2 * p.v * p.o) + p.P1_bytes + p.P2_bytes))
-    try:
+    with out_of_memory_as_error(len(out)):
         for lo in range(0, len(groups), keys_per_launch):
             part = groups[lo:lo + keys_per_launch]
             dev = prepare_secret_keys(p, [seed for seed, _ in part])
@@ -233,7 +212,3 @@ def sign_groups(p, groups: list[tuple[bytes, list[int]]], messages, randomness, 
                                 [randomness[j] for j in sl])
                 for j, sig in zip(sl, sigs):
                     out[j] = sig
-    except Exception as exc:
-        if _is_oom(exc):
-            raise _oom(len(out)) from exc
-        raise

@@ -320,12 +320,13 @@ def verify_batch(p, prepared: PreparedPublicKey, messages, sigs, chunk: int | No
     return np.asarray(_host(xp.concatenate(verdicts)), bool)
 
 
-def sign_batch(p, esk, prepared: PreparedSecretKey, messages, randomness, chunk: int = 256) -> list[bytes]:
+def sign_batch(p, esk, prepared: PreparedSecretKey, messages, randomness, chunk: int = 256,
+               threads: int | None = None) -> list[bytes]:
     """Signatures in chunks of ``chunk`` messages (see ``sign_chunk``), pipelined: while the
     threads finish one chunk, the main thread hashes the next and runs its GEMMs."""
     out, pending = [], None
     for lo in range(0, len(messages), chunk):
-        started = _SignChunk(p, esk, prepared, messages[lo:lo + chunk], randomness[lo:lo + chunk])
+        started = _SignChunk(p, esk, prepared, messages[lo:lo + chunk], randomness[lo:lo + chunk], threads)
         if pending is not None:
             out += pending.result()
         pending = started
@@ -382,9 +383,7 @@ class _SignChunk:
         def work(lo, hi):
             _finish_chunk(Mw[lo:hi], Uw[lo:hi], T[lo:hi], R[lo:hi], V[lo:hi], esk.O, f_tail, p.n, S[lo:hi], ok[lo:hi])
 
-        threads = batch.cpu_threads() if threads is None else int(threads)
-        pool = batch._executor(threads)
-        self.parts = [pool.submit(work, lo, hi) for lo, hi in batch._chunks(len(messages), threads)]
+        self.parts = batch.start_chunks(work, len(messages), batch.check_threads(threads))
 
     def result(self) -> list[bytes]:
         from ..mayo import batch

@@ -33,14 +33,17 @@ of a batch through the per-instance cores of ``kernels.py`` (``evaluate_public``
 (hashlib) and byte handling stay in Python, per element, around the compiled chunk. Each
 distinct key is expanded once per call and shared by its elements.
 
-Bad input. Mismatched list lengths raise ``InvalidInput`` before any work. In verification a
-signature or key of the wrong length makes that element ``False``; the others are unaffected.
-In signing and key generation a malformed element raises an error naming its index, before any
-randomness is drawn.
+Bad input. Arguments are checked before any work and before any randomness is drawn: mismatched
+list lengths, an unknown backend or path, a thread count that is not a positive int, and items
+that are not bytes-like (the error names the index; numpy fixed-width ``S`` arrays are refused,
+as they drop trailing zero bytes). In verification a signature or key that is malformed (wrong
+length, or a key object of another parameter set) makes that element ``False``; the others are
+unaffected. In signing and key generation a malformed element raises an error naming its index.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import weakref
@@ -50,12 +53,13 @@ import numba as nb
 import numpy as np
 
 from ..errors import BackendUnavailable, InvalidInput, InvalidKey, InvalidType, PQForgeError, require_bytes
-from ..symmetric import shake256
+from ..symmetric import aes128_ctr_into, shake256
 from . import api, kernels, scheme
 from .params import MayoParams
 
 BACKENDS = ("auto", "cpu", "cuda")
 PATHS = ("bitsliced", "tensor")
+MAX_THREADS = 1024
 AUTO_GPU_MIN_BATCH = 256
 """Smallest batch that ``backend="auto"`` sends to a GPU (below it, launch and transfer dominate)."""
 
@@ -87,8 +91,9 @@ def gpu_usable() -> bool:
     return gpu.available()
 
 
-def choose_backend(backend, size: int) -> str:
-    """The backend ("cpu" or "cuda") a call of ``size`` elements runs on."""
+def choose_backend(backend, size: int, path: str = "bitsliced") -> str:
+    """The backend ("cpu" or "cuda") a call of ``size`` elements on ``path`` runs on ("auto" takes
+    the GPU for the tensor path only where CuPy is installed too)."""
     backend = _check_backend(_default_backend if backend is None else backend)
     if backend == "cuda":
         from .. import gpu
@@ -99,13 +104,33 @@ def choose_backend(backend, size: int) -> str:
                                      "use backend='cpu' or 'auto'")
         return "cuda"
     if backend == "auto" and size >= AUTO_GPU_MIN_BATCH and gpu_usable():
-        return "cuda"
+        if path != "tensor" or _cupy_installed():
+            return "cuda"
     return "cpu"
+
+
+def _cupy_installed() -> bool:
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 # -- the tensor path (single-key calls) ----------------------------------------------------------
 
 _prepared = weakref.WeakKeyDictionary()   # key object -> {array module name: prepared key matrix}
+
+
+@contextlib.contextmanager
+def _device_memory(backend: str, size: int):
+    """On the GPU backend, the device running out of memory inside becomes DeviceOutOfMemory."""
+    if backend != "cuda":
+        yield
+        return
+    from ..gpu import out_of_memory_as_error
+    with out_of_memory_as_error(size):
+        yield
 
 
 def _check_path(path) -> str:
@@ -144,41 +169,85 @@ def cpu_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-_pools: dict[int, ThreadPoolExecutor] = {}
+def check_threads(threads) -> int:
+    """The thread count of a call: all cores for None, else a positive int up to MAX_THREADS."""
+    if threads is None:
+        return cpu_threads()
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise InvalidType(f"threads must be a positive int or None, not {type(threads).__name__}")
+    if not 1 <= threads <= MAX_THREADS:
+        raise InvalidInput(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
+    return int(threads)
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
 
 
 def _executor(threads: int) -> ThreadPoolExecutor:
-    """One long-lived pool per thread count (pools are never swapped under a running call)."""
+    """The shared pool, with at least ``threads`` workers. A call asking for more replaces it by
+    a larger one; work already handed to the old pool still runs there."""
+    global _pool, _pool_size
     with _lock:
-        if threads not in _pools:
-            _pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"pqforge-mayo-{threads}")
-        return _pools[threads]
+        if _pool is None or _pool_size < threads:
+            if _pool is not None:
+                _pool.shutdown(wait=False)
+            _pool_size = max(threads, cpu_threads())
+            _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="pqforge-mayo")
+        return _pool
 
 
-def _chunks(size: int, threads: int, per_chunk: int | None = None):
-    """Index ranges covering 0..size: a few per thread so that uneven chunks even out."""
+def _chunks(size: int, threads: int, most: int | None = None):
+    """Index ranges covering 0..size: a few per thread so that uneven chunks even out, and none
+    longer than ``most``."""
     if size == 0:
         return []
-    count = max(1, min(size, threads * 4)) if per_chunk is None else max(1, -(-size // per_chunk))
+    count = max(1, min(size, threads * 4), -(-size // most) if most else 1)
     bounds = np.linspace(0, size, count + 1).astype(int)
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
-def _run_chunks(fn, size: int, threads: int | None):
-    """fn(lo, hi) over chunks of range(size), on ``threads`` threads (all cores by default)."""
-    threads = cpu_threads() if threads is None else int(threads)
-    if threads < 1:
-        raise InvalidInput(f"threads must be at least 1, got {threads}")
-    parts = _chunks(size, threads)
+def start_chunks(fn, size: int, threads: int, most: int | None = None) -> list:
+    """Start fn(lo, hi) over chunks of range(size) (at most ``most`` long) on ``threads`` workers
+    of the shared pool, each taking the next chunk until none is left; the futures to wait for.
+    One thread: run here."""
+    parts = _chunks(size, threads, most)
     if threads == 1 or len(parts) <= 1:
         for lo, hi in parts:
             fn(lo, hi)
-        return
-    for f in [_executor(threads).submit(fn, lo, hi) for lo, hi in parts]:
+        return []
+    todo, take = iter(parts), threading.Lock()
+
+    def worker():
+        while True:
+            with take:
+                part = next(todo, None)
+            if part is None:
+                return
+            fn(*part)
+
+    pool = _executor(threads)
+    return [pool.submit(worker) for _ in range(min(threads, len(parts)))]
+
+
+def _run_chunks(fn, size: int, threads: int, most: int | None = None):
+    """fn(lo, hi) over chunks of range(size) on ``threads`` threads (``check_threads``'s count)."""
+    for f in start_chunks(fn, size, threads, most):
         f.result()
 
 
 # -- compiled chunk loops (nogil) ----------------------------------------------------------------
+
+@nb.njit(nogil=True, cache=True, inline="always")
+def _verdict(s, P, encoded, f_tail, t, y) -> bool:
+    """P*(s) == t, with y as scratch. Public data only: the verdict is public."""
+    y[:] = 0
+    kernels.evaluate_public(s, P, encoded, f_tail, y)
+    same = True
+    for e in range(y.shape[0]):
+        same &= y[e] == t[e]
+    return same
+
 
 @nb.njit(nogil=True, cache=True)
 def _verify_chunk(P, encoded, S, T, f_tail, out):
@@ -187,16 +256,27 @@ def _verify_chunk(P, encoded, S, T, f_tail, out):
 
     Public data only (verification). Runs without the GIL.
     """
-    B = S.shape[0]
-    m = T.shape[1]
-    y = np.zeros(m, np.uint8)
-    for b in range(B):
-        y[:] = 0
-        kernels.evaluate_public(S[b], P, encoded, f_tail, y)
-        same = True
-        for e in range(m):
-            same &= y[e] == T[b, e]          # public comparison: the verdict is public
-        out[b] = same
+    y = np.zeros(T.shape[1], np.uint8)
+    for b in range(S.shape[0]):
+        out[b] = _verdict(S[b], P, encoded, f_tail, T[b], y)
+
+
+@nb.njit(nogil=True, cache=True)
+def _verify_fresh_keys(P12, P3, to_p12, to_p3, first, S, T, f_tail, slots, slot_bytes, out):
+    """Elements under keys that only a few of them share: for each key q, its P assembled from
+    the encodings P12[q] (P1 || P2) and P3[q] (rows of m/2 bytes) into ``slots``, the one reused
+    matrix in ``ExpandedPublicKey.nibbles`` form (``slot_bytes`` is its byte view; see
+    ``scheme._assemble_public``), then out[b] = (P*(S[b]) == T[b]) for b in first[q] ..
+    first[q+1]-1.
+
+    Public data only (verification). Runs without the GIL.
+    """
+    y = np.zeros(T.shape[1], np.uint8)
+    for q in range(P12.shape[0]):
+        kernels.place_rows(slot_bytes, to_p12, P12[q])
+        kernels.place_rows(slot_bytes, to_p3, P3[q])
+        for b in range(first[q], first[q + 1]):
+            out[b] = _verdict(S[b], slots, True, f_tail, T[b], y)
 
 
 @nb.njit(nogil=True, cache=True)
@@ -253,6 +333,9 @@ def signature_vectors(p: MayoParams, sigs) -> np.ndarray:
 def _as_list(items, what: str) -> list:
     if isinstance(items, (bytes, bytearray, memoryview, str)):
         raise InvalidType(f"{what} must be a sequence of items, not a single {type(items).__name__}")
+    if isinstance(items, np.ndarray) and items.dtype.kind == "S":
+        raise InvalidType(f"{what}: a numpy array of dtype {items.dtype} drops trailing zero bytes; "
+                          "pass a list of bytes (or an array of dtype object)")
     try:
         return list(items)
     except TypeError:
@@ -277,11 +360,11 @@ def _byte_items(items: list, what: str) -> list[bytes]:
 
 
 def _public_key_bytes(p: MayoParams, pk, i: int):
+    """The key object or its bytes; a key object of another parameter set gives None (its
+    elements are then invalid, as a key of the wrong length is)."""
     from .keys import MayoPublicKey
     if isinstance(pk, MayoPublicKey):
-        if pk.algorithm.params is not p:
-            raise InvalidKey(f"public key {i} is a {pk.algorithm.name} key, not {p.name}")
-        return pk
+        return pk if pk.algorithm.params is p else None
     return require_bytes(pk, f"public key {i}")
 
 
@@ -336,16 +419,18 @@ def verify_many_one_key(p: MayoParams, epk_source, messages, signatures, backend
     messages = _byte_items(_as_list(messages, "messages"), "message")
     sigs = _byte_items(_as_list(signatures, "signatures"), "signature")
     size = _same_length(messages=messages, signatures=sigs)
+    threads = check_threads(threads)
+    backend = choose_backend(backend, size, path)
     out = np.zeros(size, np.bool_)
     sig_bytes = p.sig_bytes
     good = np.array([i for i, s in enumerate(sigs) if len(s) == sig_bytes], np.int64)
     if len(good) == 0:
         return out
-    backend = choose_backend(backend, size)
     if path == "tensor":
         from ..gpu import tensor
-        prepared = _prepared_key(owner, backend, lambda xp, dt: tensor.PreparedPublicKey(p, epk_source().P, xp, dt))
-        out[good] = tensor.verify_batch(p, prepared, [messages[j] for j in good], [sigs[j] for j in good])
+        with _device_memory(backend, len(good)):
+            prepared = _prepared_key(owner, backend, lambda xp, dt: tensor.PreparedPublicKey(p, epk_source().P, xp, dt))
+            out[good] = tensor.verify_batch(p, prepared, [messages[j] for j in good], [sigs[j] for j in good])
         return out
     if backend == "cuda" and cpk is not None:
         from ..gpu import batch as gpu_batch
@@ -358,7 +443,8 @@ def verify_many(params, pks, messages, signatures, backend=None, threads=None) -
     """Verdicts (numpy bool array) for one (public key, message, signature) triple per element.
 
     Keys are compact or expanded byte strings or ``MayoPublicKey`` objects. Each distinct key is
-    expanded once. An element whose key or signature has the wrong length is ``False``.
+    expanded once. An element whose key or signature has the wrong length, or whose key object
+    belongs to another parameter set, is ``False``.
     """
     p = api.resolve(params)
     pks = _as_list(pks, "public keys")
@@ -368,17 +454,19 @@ def verify_many(params, pks, messages, signatures, backend=None, threads=None) -
     keys = [_public_key_bytes(p, pk, i) for i, pk in enumerate(pks)]
     messages = _byte_items(messages, "message")
     sigs = _byte_items(signatures, "signature")
+    threads = check_threads(threads)
+    backend = choose_backend(backend, size)
     out = np.zeros(size, np.bool_)
     groups: dict = {}
     for i, (key, sig) in enumerate(zip(keys, sigs)):
-        if len(sig) != p.sig_bytes:
+        if len(sig) != p.sig_bytes or key is None:
             continue
         if isinstance(key, bytes) and len(key) not in (p.cpk_bytes, p.epk_bytes):
             continue
         groups.setdefault(key if isinstance(key, bytes) else key.public_bytes_raw(), []).append((i, key))
     if not groups:
         return out
-    if choose_backend(backend, size) == "cuda":
+    if backend == "cuda":
         from ..gpu import batch as gpu_batch
         compact = {key: g for key, g in groups.items() if len(key) == p.cpk_bytes}
         gpu_batch.verify_distinct_keys(p, compact, messages, sigs, out)
@@ -398,13 +486,56 @@ def _verify_groups_cpu(p, groups, messages, sigs, out, threads):
     for g in large:  # many elements under one key: split the elements across the threads
         idx = np.array([i for i, _ in g], np.int64)
         _verify_one_key_cpu(p, _expanded_public(p, g[0][1]), messages, sigs, out, idx, threads)
+    objects = [g for g in small if not isinstance(g[0][1], bytes)]
 
-    def work(lo, hi):  # one or few elements per key: split the keys across the threads
-        for g in small[lo:hi]:
-            _verify_indices(p, _expanded_public(p, g[0][1]).for_verification(len(g)), messages, sigs, out,
+    def work(lo, hi):  # key objects (they keep their expansion) with few elements each
+        for g in objects[lo:hi]:
+            _verify_indices(p, g[0][1].expanded().for_verification(len(g)), messages, sigs, out,
                             [i for i, _ in g])
 
-    _run_chunks(work, len(small), threads)
+    _run_chunks(work, len(objects), threads)
+    _verify_fresh_keys_cpu(p, [g for g in small if isinstance(g[0][1], bytes)], messages, sigs, out, threads)
+
+
+FRESH_KEY_BYTES = 4 << 20
+"""Keystream bytes of the keys one chunk of ``_verify_fresh_keys_cpu`` holds at a time."""
+
+
+def _verify_fresh_keys_cpu(p, groups, messages, sigs, out, threads):
+    """Elements under key byte strings that few elements share (``groups``: [(index, key)] per
+    key). Per chunk of keys, the encodings of P1 || P2 (AES from a compact key, copied from an
+    expanded one) and the targets are made in Python, then one compiled loop assembles each key
+    into a reused buffer and verifies its elements: no key object and no allocation per key."""
+    p12, seed = p.P1_bytes + p.P2_bytes, p.pk_seed_bytes
+    mb, salt_at = p.m_bytes, p.sig_bytes - p.salt_bytes
+    to_p12, to_p3 = scheme._public_entry_places(p)
+    f_tail = np.array(p.f_tail, np.int64)
+
+    def work(lo, hi):
+        part = groups[lo:hi]
+        flat = np.empty(len(part) * p12 + 15, np.uint8)     # 15 spare bytes: aes128_ctr_into's rule
+        P3 = np.empty((len(part), p.P3_bytes), np.uint8)
+        idx, first = [], [0]
+        for q, g in enumerate(part):
+            key = g[0][1]
+            if len(key) == p.cpk_bytes:
+                aes128_ctr_into(key[:seed], p12, memoryview(flat)[q * p12:])
+                P3[q] = np.frombuffer(key, np.uint8, offset=seed)
+            else:    # expanded: P1 || P2 || P3
+                flat[q * p12:(q + 1) * p12] = np.frombuffer(key, np.uint8, p12)
+                P3[q] = np.frombuffer(key, np.uint8, offset=p12)
+            idx += [i for i, _ in g]
+            first.append(len(idx))
+        chosen = [sigs[j] for j in idx]
+        S = signature_vectors(p, chosen)
+        T = targets(p, [messages[j] for j in idx], [sig[salt_at:] for sig in chosen])
+        slots = np.zeros((p.n * (p.n + 1) // 2, p.words), np.uint64)
+        res = np.zeros(len(idx), np.bool_)
+        _verify_fresh_keys(flat[:len(part) * p12].reshape(len(part), -1, mb), P3.reshape(len(part), -1, mb),
+                           to_p12, to_p3, np.array(first, np.int64), S, T, f_tail, slots, slots.view(np.uint8), res)
+        out[idx] = res
+
+    _run_chunks(work, len(groups), threads, max(1, FRESH_KEY_BYTES // p12))
 
 
 # -- signing -------------------------------------------------------------------------------------
@@ -441,7 +572,10 @@ def _sign_one_key_cpu(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, ra
             if ok[row]:
                 out[j] = packed[row].tobytes() + salts[row]
             else:  # rank-deficient first attempt (rare): the single-signature path retries
-                out[j] = scheme.sign(p, esk, messages[j], _replay(randomness[j]))
+                try:
+                    out[j] = scheme.sign(p, esk, messages[j], _replay(randomness[j]))
+                except InvalidKey as exc:
+                    raise InvalidKey(f"element {j}: {exc}") from None
 
     _run_chunks(work, len(index), threads)
 
@@ -455,16 +589,18 @@ def sign_many_one_key(p: MayoParams, esk_source, messages, rng=None, backend=Non
     _check_path(path)
     messages = _byte_items(_as_list(messages, "messages"), "message")
     size = len(messages)
+    threads = check_threads(threads)
+    backend = choose_backend(backend, size, path)
     randomness = draw_randomness(rng, size, p.salt_bytes)
     out: list = [None] * size
     if size == 0:
         return out
-    backend = choose_backend(backend, size)
     if path == "tensor":
         from ..gpu import tensor
         esk = esk_source()
-        prepared = _prepared_key(owner, backend, lambda xp, dt: tensor.PreparedSecretKey(p, esk.L, esk.P1, xp, dt))
-        return tensor.sign_batch(p, esk, prepared, messages, randomness)
+        with _device_memory(backend, size):
+            prepared = _prepared_key(owner, backend, lambda xp, dt: tensor.PreparedSecretKey(p, esk.L, esk.P1, xp, dt))
+            return tensor.sign_batch(p, esk, prepared, messages, randomness, threads=threads)
     if backend == "cuda" and csk is not None:
         from ..gpu import batch as gpu_batch
         gpu_batch.sign_groups(p, [(csk, list(range(size)))], messages, randomness, out)
@@ -481,13 +617,15 @@ def sign_many(params, sks, messages, rng=None, backend=None, threads=None) -> li
     size = _same_length(secret_keys=sks, messages=messages)
     keys = [_secret_key(p, sk, i) for i, sk in enumerate(sks)]
     messages = _byte_items(messages, "message")
+    threads = check_threads(threads)
+    backend = choose_backend(backend, size)
     randomness = draw_randomness(rng, size, p.salt_bytes)
     out: list = [None] * size
     groups: dict = {}
     for i, key in enumerate(keys):
         ident = key if isinstance(key, bytes) else id(key)
         groups.setdefault(ident, []).append((i, key))
-    if choose_backend(backend, size) == "cuda":
+    if backend == "cuda":
         from ..gpu import batch as gpu_batch
         device, host = [], {}
         for ident, g in groups.items():
@@ -521,18 +659,24 @@ def _expanded_secret(p, key) -> scheme.ExpandedSecretKey:
 
 # -- key generation ------------------------------------------------------------------------------
 
-def generate_seeds(p: MayoParams, n, rng=None) -> list[bytes]:
+def generate_keys(p: MayoParams, n, rng=None, backend=None, threads=None) -> tuple[list[bytes], list[bytes]]:
+    """(seeds, compact public keys) of ``n`` new keys, the seeds drawn from ``rng`` in order
+    after every argument has been checked."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise InvalidType(f"number of keys must be an int, not {type(n).__name__}")
     if n < 0:
         raise InvalidInput(f"number of keys must be non-negative, got {n}")
-    return draw_randomness(rng, int(n), p.sk_seed_bytes)
+    threads = check_threads(threads)
+    backend = choose_backend(backend, int(n))
+    seeds = draw_randomness(rng, int(n), p.sk_seed_bytes)
+    return seeds, public_keys_from_seeds(p, seeds, backend, threads)
 
 
-def public_keys_from_seeds(p: MayoParams, seeds, backend=None, threads=None) -> list[bytes]:
-    """cpk for each secret seed (the heavy half of key generation), on the thread pool."""
+def public_keys_from_seeds(p: MayoParams, seeds, backend: str, threads: int) -> list[bytes]:
+    """cpk for each secret seed (the heavy half of key generation) on ``backend``; on the CPU,
+    on ``threads`` threads of the pool."""
     out: list = [None] * len(seeds)
-    if seeds and choose_backend(backend, len(seeds)) == "cuda":
+    if seeds and backend == "cuda":
         from ..gpu import batch as gpu_batch
         return gpu_batch.keygen(p, seeds)
 

@@ -195,6 +195,5 @@ class MayoAlgorithm:
         """``n`` private keys (public halves computed), drawing the seeds from ``rng`` in order:
         the same keys as ``n`` calls of ``generate_private_key(rng)``."""
         from . import batch
-        seeds = batch.generate_seeds(self.params, n, rng)
-        cpks = batch.public_keys_from_seeds(self.params, seeds, backend=backend, threads=threads)
+        seeds, cpks = batch.generate_keys(self.params, n, rng, backend, threads)
         return [MayoPrivateKey(self, csk, cpk) for csk, cpk in zip(seeds, cpks)]

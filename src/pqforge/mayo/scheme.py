@@ -13,11 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvalidKey
 from ..gf16 import decode_nibbles, encode_nibbles, unbitslice
 from ..gf16.kernels import bitslice_nibble_rows
 from ..symmetric import aes128_ctr, aes128_ctr_scratch, shake256
 from . import kernels
 from .params import MayoParams
+
+NO_FULL_RANK = ("the secret key is malformed: signing found no full-rank system in 256 attempts "
+                "(for a key made by MAYO key generation the chance is below 2^-256)")
 
 
 # -- decoding and encoding at the byte boundary --------------------------------------------------
@@ -241,8 +245,8 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
         # M_i = v_i^T L, U[i, j] = v_i^T P1 v_j, A and y = t - sum z^ell u whipped, A x = y solved
         if kernels.sign_attempt(np.ascontiguousarray(V), r, esk.P1, esk.L, t, f_tail, x):
             break
-    else:  # probability far below 2^-256
-        raise RuntimeError("MAYO signing found no full-rank system in 256 attempts")
+    else:  # for a key made by key generation the probability is far below 2^-256
+        raise InvalidKey(NO_FULL_RANK)
     s = np.zeros(k * params.n, np.uint8)
     kernels.assemble_signature(np.ascontiguousarray(V), esk.O, x, params.n, s)
     return encode_nibbles(s) + salt
