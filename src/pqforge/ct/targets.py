@@ -138,6 +138,9 @@ def _mayo_kernel_targets():
     def unbitslice(p, rng, fixed):
         return (_mvecs(rng, p), p.m, np.zeros(p.m, np.uint8))
 
+    def encode_upper(p, rng, fixed):       # O^T (P1 O + P2) before Upper, as in key generation
+        return (_mvecs(rng, p, p.o, p.o), p.m, np.zeros(p.P3_bytes, np.uint8))
+
     def reduce(p, rng, fixed):             # three unreduced sums of m + E coefficients, as columns
         from ..gf16 import bitslice
         xl = (p.m + p.pairs + 63) // 64
@@ -206,6 +209,8 @@ def _mayo_kernel_targets():
                _k(mk, "mul_packed_rows"), packed_rows, secret_args=("B",), **algs),
         Target("mayo-unbitslice", "elements of a bitsliced m-vector (words secret)", _k(mk, "unbitslice_into"),
                unbitslice, secret_args=("words",), **algs),
+        Target("mayo-encode-upper", "Encode(Upper(X)) of key generation's X = O^T (P1 O + P2) (X secret)",
+               _k(mk, "encode_upper_into"), encode_upper, secret_args=("X",), **algs),
         Target("mayo-reduce-mod-f", "reduction modulo f(z) inside whipping (coefficients secret)",
                _k(mk, "_reduce_mod_f"), reduce, secret_args=("ext",), **algs),
         Target("mayo-whip", "combining the k(k+1)/2 evaluations with powers of z (U, M, y, A secret)",

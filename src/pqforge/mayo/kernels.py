@@ -187,6 +187,27 @@ def unbitslice_into(words, length, out):
 
 
 @nb.njit(**_JIT)
+def encode_upper_into(X, m, out):
+    """out = Encode(Upper(X)) for a dense square matrix X of bitsliced m-vectors: for i <= j in
+    row order, X[i, j] + X[j, i] (X[i, i] on the diagonal), each as ceil(m/2) nibble-packed
+    bytes. Shifts and masks at public positions only: safe on secret data (key generation
+    computes X from the oil matrix)."""
+    size, W = X.shape[0], X.shape[2]
+    mb = (m + 1) // 2
+    vec = np.empty(W, np.uint64)
+    elements = np.zeros(2 * mb, np.uint8)          # an odd m leaves the last high nibble zero
+    at = 0
+    for i in range(size):
+        for j in range(i, size):
+            for w in range(W):
+                vec[w] = X[i, j, w] ^ X[j, i, w] if j != i else X[i, j, w]
+            unbitslice_into(vec, m, elements)
+            for b in range(mb):
+                out[at + b] = elements[2 * b] | (elements[2 * b + 1] << 4)
+            at += mb
+
+
+@nb.njit(**_JIT)
 def bitslice_into(elements, length, out):
     """out ^= the bitsliced vector of ``length`` elements (out's words are 4 planes of limbs).
     Secret-safe (shifts only)."""

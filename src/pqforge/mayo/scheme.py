@@ -49,11 +49,6 @@ def dense_upper(packed: np.ndarray, size: int) -> np.ndarray:
     return dense
 
 
-def encode_upper(params: MayoParams, square: np.ndarray) -> bytes:
-    """Encode the upper triangle (row by row) of a dense square matrix of m-vectors."""
-    return encode_mvecs(params, square[np.triu_indices(square.shape[0])])
-
-
 def decode_matrix(params: MayoParams, data: bytes, rows: int, cols: int) -> np.ndarray:
     return decode_mvecs(params, data, rows * cols).reshape(rows, cols, params.words)
 
@@ -61,16 +56,6 @@ def decode_matrix(params: MayoParams, data: bytes, rows: int, cols: int) -> np.n
 def decode_oil(params: MayoParams, data: bytes) -> np.ndarray:
     """The oil matrix O, (n-o) x o elements, row by row."""
     return decode_nibbles(data, params.v * params.o).reshape(params.v, params.o)
-
-
-def upper(square: np.ndarray) -> np.ndarray:
-    """Upper(X): X[i, j] + X[j, i] above the diagonal, the diagonal kept, zeros below."""
-    size = square.shape[0]
-    out = square ^ square.transpose(1, 0, 2)
-    out[np.tril_indices(size, -1)] = 0
-    diag = np.arange(size)
-    out[diag, diag] = square[diag, diag]
-    return out
 
 
 # -- keys in their internal form -----------------------------------------------------------------
@@ -152,7 +137,9 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     P3 = np.zeros((params.o, params.o, params.words), np.uint64)
     kernels.mul_transposed(O, Q, False, P3)                                # O^T Q
     # -O^T P1 O - O^T P2 in the specification; the signs vanish in characteristic 2
-    return seed_pk + encode_upper(params, upper(P3))
+    encoded = np.empty(params.P3_bytes, np.uint8)
+    kernels.encode_upper_into(P3, params.m, encoded)                       # Encode(Upper(P3))
+    return seed_pk + encoded.tobytes()
 
 
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
