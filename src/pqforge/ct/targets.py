@@ -141,6 +141,13 @@ def _mayo_kernel_targets():
     def encode_upper(p, rng, fixed):       # O^T (P1 O + P2) before Upper, as in key generation
         return (_mvecs(rng, p, p.o, p.o), p.m, np.zeros(p.P3_bytes, np.uint8))
 
+    def public_key(p, rng, fixed):         # a public keystream of P1 || P2 and a secret O
+        from ..mayo import scheme
+        stream = np.zeros(scheme.stream_words(p), np.uint64)
+        stream.view(np.uint8)[:p.P1_bytes + p.P2_bytes] = rng.integers(0, 256, p.P1_bytes + p.P2_bytes,
+                                                                        dtype=np.uint8)
+        return (stream, _el(rng, p.v, p.o), p.m, np.zeros(p.P3_bytes, np.uint8))
+
     def reduce(p, rng, fixed):             # three unreduced sums of m + E coefficients, as columns
         from ..gf16 import bitslice
         xl = (p.m + p.pairs + 63) // 64
@@ -211,6 +218,9 @@ def _mayo_kernel_targets():
                unbitslice, secret_args=("words",), **algs),
         Target("mayo-encode-upper", "Encode(Upper(X)) of key generation's X = O^T (P1 O + P2) (X secret)",
                _k(mk, "encode_upper_into"), encode_upper, secret_args=("X",), **algs),
+        Target("mayo-public-key-from-stream", "key generation after hashing: decoding P1 || P2, P1 O + P2, "
+               "O^T (P1 O + P2), Encode(Upper(.)) (O secret)", _k(mk, "public_key_from_stream"), public_key,
+               secret_args=("O",), **algs),
         Target("mayo-reduce-mod-f", "reduction modulo f(z) inside whipping (coefficients secret)",
                _k(mk, "_reduce_mod_f"), reduce, secret_args=("ext",), **algs),
         Target("mayo-whip", "combining the k(k+1)/2 evaluations with powers of z (U, M, y, A secret)",

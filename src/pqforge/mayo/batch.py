@@ -296,6 +296,15 @@ def _sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
         kernels.assemble_signature(V[b], O, x, n, S[b])
 
 
+@nb.njit(nogil=True, cache=True)
+def _public_keys_chunk(streams, O, m, out):
+    """out[q] = the encoded P3 of key q from its keystream of P1 || P2 and its oil matrix
+    (``kernels.public_key_from_stream``). Secret: O and all derived from it. Runs without the GIL.
+    """
+    for q in range(streams.shape[0]):
+        kernels.public_key_from_stream(streams[q], O[q], m, out[q])
+
+
 # -- byte handling shared by the backends --------------------------------------------------------
 
 def nibbles_rows(rows: np.ndarray, count: int) -> np.ndarray:
@@ -498,7 +507,7 @@ def _verify_groups_cpu(p, groups, messages, sigs, out, threads):
 
 
 FRESH_KEY_BYTES = 4 << 20
-"""Keystream bytes of the keys one chunk of ``_verify_fresh_keys_cpu`` holds at a time."""
+"""Keystream bytes of the keys one chunk holds at a time (fresh-key verification, key generation)."""
 
 
 def _verify_fresh_keys_cpu(p, groups, messages, sigs, out, threads):
@@ -673,16 +682,27 @@ def generate_keys(p: MayoParams, n, rng=None, backend=None, threads=None) -> tup
 
 
 def public_keys_from_seeds(p: MayoParams, seeds, backend: str, threads: int) -> list[bytes]:
-    """cpk for each secret seed (the heavy half of key generation) on ``backend``; on the CPU,
-    on ``threads`` threads of the pool."""
+    """cpk for each secret seed (the heavy half of key generation) on ``backend``. On the CPU,
+    per chunk of seeds on the pool, the hashing and the keystreams in Python, then one compiled
+    loop (``_public_keys_chunk``) for the rest: one GIL-free stretch per chunk, not per key."""
     out: list = [None] * len(seeds)
     if seeds and backend == "cuda":
         from ..gpu import batch as gpu_batch
         return gpu_batch.keygen(p, seeds)
 
     def work(lo, hi):
-        for i in range(lo, hi):
-            out[i] = scheme.public_key_from_seed(p, seeds[i])
+        streams = np.zeros((hi - lo, scheme.stream_words(p)), np.uint64)
+        O = np.empty((hi - lo, p.v, p.o), np.uint8)
+        seed_pks = []
+        for q in range(hi - lo):
+            seed_pk, o_bytes = scheme._seed_expansion(p, seeds[lo + q])
+            scheme.public_stream_into(p, seed_pk, streams[q])
+            O[q] = scheme.decode_oil(p, o_bytes)
+            seed_pks.append(seed_pk)
+        encoded = np.empty((hi - lo, p.P3_bytes), np.uint8)
+        _public_keys_chunk(streams, O, p.m, encoded)
+        for q, seed_pk in enumerate(seed_pks):
+            out[lo + q] = seed_pk + encoded[q].tobytes()
 
-    _run_chunks(work, len(seeds), threads)
+    _run_chunks(work, len(seeds), threads, max(1, FRESH_KEY_BYTES // (p.P1_bytes + p.P2_bytes)))
     return out

@@ -187,6 +187,31 @@ def unbitslice_into(words, length, out):
 
 
 @nb.njit(**_JIT)
+def public_key_from_stream(stream, O, m, out):
+    """out = Encode(Upper(O^T (P1 O + P2))), the public part of key generation after hashing:
+    P1 || P2 decoded from their keystream ``stream`` (uint64 words, zero-padded, as
+    ``bitslice_stream`` reads them), then the two products with the oil matrix O (v, o).
+
+    Secret: O and everything computed from it (masks and XORs at public positions only); the
+    keystream is public."""
+    v, o = O.shape
+    mb = (m + 1) // 2
+    W = 4 * ((m + 63) // 64)
+    e1 = v * (v + 1) // 2
+    P12 = np.empty((e1 + v * o, W), np.uint64)
+    bitslice_stream(stream, 2 * mb, P12)              # entries of P1 (packed), then of P2
+    Q = np.empty((v, o, W), np.uint64)
+    for i in range(v):
+        for c in range(o):
+            for w in range(W):
+                Q[i, c, w] = P12[e1 + i * o + c, w]
+    mul_packed_rows(P12[:e1], O, Q)                   # Q = P1 O + P2
+    P3 = np.zeros((o, o, W), np.uint64)
+    mul_transposed(O, Q, False, P3)                   # O^T Q
+    encode_upper_into(P3, m, out)                     # -O^T P1 O - O^T P2: no signs in GF(16)
+
+
+@nb.njit(**_JIT)
 def encode_upper_into(X, m, out):
     """out = Encode(Upper(X)) for a dense square matrix X of bitsliced m-vectors: for i <= j in
     row order, X[i, j] + X[j, i] (X[i, i] on the diagonal), each as ceil(m/2) nibble-packed

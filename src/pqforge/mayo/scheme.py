@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import InvalidKey
 from ..gf16 import decode_nibbles, encode_nibbles, unbitslice
 from ..gf16.kernels import bitslice_nibble_rows
-from ..symmetric import aes128_ctr, aes128_ctr_scratch, shake256
+from ..symmetric import aes128_ctr, aes128_ctr_into, aes128_ctr_scratch, shake256
 from . import kernels
 from .params import MayoParams
 
@@ -130,16 +130,21 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
 def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     seed_pk, o_bytes = _seed_expansion(params, seed_sk)
-    O = decode_oil(params, o_bytes)
-    P1, P2 = _public_matrices(params, seed_pk)
-    Q = P2.copy()
-    kernels.mul_packed_rows(P1, O, Q)                                      # Q = P1 O + P2
-    P3 = np.zeros((params.o, params.o, params.words), np.uint64)
-    kernels.mul_transposed(O, Q, False, P3)                                # O^T Q
-    # -O^T P1 O - O^T P2 in the specification; the signs vanish in characteristic 2
+    stream = np.zeros(stream_words(params), np.uint64)
+    public_stream_into(params, seed_pk, stream)
     encoded = np.empty(params.P3_bytes, np.uint8)
-    kernels.encode_upper_into(P3, params.m, encoded)                       # Encode(Upper(P3))
+    kernels.public_key_from_stream(stream, decode_oil(params, o_bytes), params.m, encoded)
     return seed_pk + encoded.tobytes()
+
+
+def stream_words(params: MayoParams) -> int:
+    """Length of the zero-padded uint64 buffer that holds the keystream of P1 || P2."""
+    return (params.P1_bytes + params.P2_bytes + 31) // 32 * 4 + 4
+
+
+def public_stream_into(params: MayoParams, seed_pk: bytes, words: np.ndarray) -> None:
+    """The keystream of P1 || P2 (AES-128-CTR(seed_pk)) into the zeroed words of ``stream_words``."""
+    aes128_ctr_into(seed_pk, params.P1_bytes + params.P2_bytes, words.view(np.uint8))
 
 
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
