@@ -94,5 +94,5 @@ def test_bench_steps_reports_every_step(capsys):
     import json
     assert main(["bench", "--steps", "--alg", "MAYO-2", "--json"]) == 0
     steps = json.loads(capsys.readouterr().out)["MAYO-2"]
-    assert {"decode P1", "sign: sample solution", "verify (whole, expanded)"} <= set(steps)
+    assert {"decode P1,P2", "sign: sample solution", "verify (whole, expanded)"} <= set(steps)
     assert all(t > 0 for t in steps.values())

@@ -16,7 +16,7 @@ import numpy as np
 from ..gf16 import decode_nibbles
 from ..mayo import kernels, scheme
 from ..mayo.params import MayoParams
-from ..symmetric import aes128_ctr_scratch, shake256
+from ..symmetric import shake256
 
 
 def _cpu_us(fn, runs: int = 30) -> float:
@@ -32,15 +32,17 @@ def _cpu_us(fn, runs: int = 30) -> float:
 def steps(p: MayoParams) -> dict:
     """Microseconds per step for one parameter set."""
     csk = os.urandom(p.sk_seed_bytes)
+    k, o, v, m, W = p.k, p.o, p.v, p.m, p.words
     seed_pk, o_bytes = scheme._seed_expansion(p, csk)
     O = scheme.decode_oil(p, o_bytes)
-    stream = bytes(aes128_ctr_scratch(seed_pk, p.P1_bytes + p.P2_bytes))
-    P1, P2 = scheme._public_matrices(p, seed_pk)
+    stream = np.zeros(scheme.stream_words(p), np.uint64)
+    scheme.public_stream_into(p, seed_pk, stream)
+    P1 = np.empty((v * (v + 1) // 2, p.words), np.uint64)
+    kernels.decode_public_stream(stream, p.m, P1, np.empty((v, o, p.words), np.uint64))
     esk = scheme.expand_sk(p, csk)
     cpk = scheme.public_key_from_seed(p, csk)
     epk = scheme.expand_pk(p, cpk)
     sig = scheme.sign(p, esk, b"m", os.urandom)
-    k, o, v, m, W = p.k, p.o, p.v, p.m, p.words
     vr = os.urandom(k * p.v_bytes + p.r_bytes)
     nib = decode_nibbles(vr, 2 * len(vr))
     V = np.ascontiguousarray(nib[:2 * k * p.v_bytes].reshape(k, 2 * p.v_bytes)[:, :v])
@@ -57,9 +59,9 @@ def steps(p: MayoParams) -> dict:
     x = np.zeros(k * o, np.uint8)
     s = decode_nibbles(sig, k * p.n).reshape(k, p.n).copy()
     return {
-        "AES-128-CTR P1,P2": _cpu_us(lambda: aes128_ctr_scratch(seed_pk, p.P1_bytes + p.P2_bytes)),
-        "decode P1": _cpu_us(lambda: scheme.decode_upper(p, stream[:p.P1_bytes], v)),
-        "decode P2": _cpu_us(lambda: scheme.decode_matrix(p, stream[p.P1_bytes:], v, o)),
+        "AES-128-CTR P1,P2": _cpu_us(lambda: scheme.public_stream_into(p, seed_pk, stream)),
+        "decode P1,P2": _cpu_us(lambda: kernels.decode_public_stream(stream, p.m, np.empty_like(P1),
+                                                                     np.empty((v, o, W), np.uint64))),
         "O^T P1": _cpu_us(lambda: kernels.mul_transposed_packed(O, P1, np.zeros((o, v, W), np.uint64))),
         "P1 O": _cpu_us(lambda: kernels.mul_packed_rows(P1, O, np.zeros((v, o, W), np.uint64))),
         "keygen (whole)": _cpu_us(lambda: scheme.public_key_from_seed(p, csk)),

@@ -141,12 +141,19 @@ def _mayo_kernel_targets():
     def encode_upper(p, rng, fixed):       # O^T (P1 O + P2) before Upper, as in key generation
         return (_mvecs(rng, p, p.o, p.o), p.m, np.zeros(p.P3_bytes, np.uint8))
 
-    def public_key(p, rng, fixed):         # a public keystream of P1 || P2 and a secret O
+    def stream(p, rng):                    # a keystream of P1 || P2 (public)
         from ..mayo import scheme
-        stream = np.zeros(scheme.stream_words(p), np.uint64)
-        stream.view(np.uint8)[:p.P1_bytes + p.P2_bytes] = rng.integers(0, 256, p.P1_bytes + p.P2_bytes,
-                                                                        dtype=np.uint8)
-        return (stream, _el(rng, p.v, p.o), p.m, np.zeros(p.P3_bytes, np.uint8))
+        words = np.zeros(scheme.stream_words(p), np.uint64)
+        words.view(np.uint8)[:p.P1_bytes + p.P2_bytes] = rng.integers(0, 256, p.P1_bytes + p.P2_bytes,
+                                                                       dtype=np.uint8)
+        return words
+
+    def public_key(p, rng, fixed):         # the keystream and a secret O
+        return (stream(p, rng), _el(rng, p.v, p.o), p.m, np.zeros(p.P3_bytes, np.uint8))
+
+    def expand_secret(p, rng, fixed):
+        return (stream(p, rng), _el(rng, p.v, p.o), p.m, np.zeros((p.v * (p.v + 1) // 2, p.words), np.uint64),
+                np.zeros((p.v, p.o, p.words), np.uint64))
 
     def reduce(p, rng, fixed):             # three unreduced sums of m + E coefficients, as columns
         from ..gf16 import bitslice
@@ -220,6 +227,9 @@ def _mayo_kernel_targets():
                _k(mk, "encode_upper_into"), encode_upper, secret_args=("X",), **algs),
         Target("mayo-public-key-from-stream", "key generation after hashing: decoding P1 || P2, P1 O + P2, "
                "O^T (P1 O + P2), Encode(Upper(.)) (O secret)", _k(mk, "public_key_from_stream"), public_key,
+               secret_args=("O",), **algs),
+        Target("mayo-expand-secret-from-stream", "expanding the secret key after hashing: decoding P1 || P2, "
+               "L = (P1 + P1^T) O + P2 (O secret)", _k(mk, "expand_secret_from_stream"), expand_secret,
                secret_args=("O",), **algs),
         Target("mayo-reduce-mod-f", "reduction modulo f(z) inside whipping (coefficients secret)",
                _k(mk, "_reduce_mod_f"), reduce, secret_args=("ext",), **algs),

@@ -113,14 +113,6 @@ def _seed_expansion(params: MayoParams, seed_sk: bytes):
     return s[:params.pk_seed_bytes], s[params.pk_seed_bytes:]
 
 
-def _public_matrices(params: MayoParams, seed_pk: bytes):
-    """P1 (upper, v x v) and P2 (v x o) from AES-128-CTR(seed_pk)."""
-    p = aes128_ctr_scratch(seed_pk, params.P1_bytes + params.P2_bytes)
-    P1 = decode_upper(params, p[:params.P1_bytes], params.v)
-    P2 = decode_matrix(params, p[params.P1_bytes:], params.v, params.o)
-    return P1, P2
-
-
 def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
     """(cpk, csk) with csk = seed_sk drawn from ``rng`` (the specification's MAYO.CompactKeyGen)."""
     seed_sk = rng(params.sk_seed_bytes)
@@ -150,11 +142,12 @@ def public_stream_into(params: MayoParams, seed_pk: bytes, words: np.ndarray) ->
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     seed_pk, o_bytes = _seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
-    P1, P2 = _public_matrices(params, seed_pk)
-    OtP1 = np.zeros((params.o, params.v, params.words), np.uint64)
-    kernels.mul_transposed_packed(O, P1, OtP1)                             # O^T P1 = (P1^T O)^T
-    L = OtP1.transpose(1, 0, 2) ^ P2
-    kernels.mul_packed_rows(P1, O, L)                                      # L = (P1 + P1^T) O + P2
+    stream = np.zeros(stream_words(params), np.uint64)
+    public_stream_into(params, seed_pk, stream)
+    v, o, W = params.v, params.o, params.words
+    P1 = np.empty((v * (v + 1) // 2, W), np.uint64)
+    L = np.empty((v, o, W), np.uint64)
+    kernels.expand_secret_from_stream(stream, O, params.m, P1, L)          # L = (P1 + P1^T) O + P2
     return ExpandedSecretKey(csk, O, P1, L)
 
 
