@@ -1,5 +1,8 @@
 """Batched MAYO on the CPU: official vectors, equality with the single-instance API, bad input."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -23,6 +26,12 @@ def keyed(request):
     alg = request.param
     sk = alg.generate_private_key(rng=NistCtrDrbg(bytes(range(48))))
     return alg, sk, sk.public_key()
+
+
+def in_fresh_interpreter(code: str, timeout: int = 600) -> None:
+    """Run ``code`` in a new Python process; fail with its error output if it fails."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 class CountingRng:
@@ -321,8 +330,6 @@ def test_backend_selection(monkeypatch):
 
 def test_cpu_batches_need_no_gpu_packages():
     """With numba.cuda (and CuPy) unimportable, importing pqforge and every CPU batch call still work."""
-    import subprocess
-    import sys
     code = (
         "import sys\n"
         "sys.modules['numba.cuda'] = None\n"
@@ -340,8 +347,7 @@ def test_cpu_batches_need_no_gpu_packages():
         "    assert 'pqforge[gpu]' in str(exc)\n"
         "assert 'numba.cuda' not in sys.modules or sys.modules['numba.cuda'] is None\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    in_fresh_interpreter(code)
 
 
 def test_tensor_path_through_the_api_equals_bitsliced(keyed):
@@ -363,8 +369,6 @@ def test_tensor_path_through_the_api_equals_bitsliced(keyed):
 def test_warm_up_compiles_everything_the_calls_use():
     """After ``warm_up()`` (what ``pqforge precompile`` runs) in a fresh interpreter, single and
     batch calls with new keys and messages compile no further numba specialisation."""
-    import subprocess
-    import sys
     code = (
         "import os, sys\n"
         "from numba.core.dispatcher import Dispatcher\n"
@@ -390,10 +394,11 @@ def test_warm_up_compiles_everything_the_calls_use():
         "keys = alg.generate_private_keys(3, backend='cpu')\n"
         "d_sigs = mayo.sign_many(alg, keys, msgs[:3], backend='cpu')\n"
         "assert mayo.verify_many(alg, [k.public_key() for k in keys], msgs[:3], d_sigs, backend='cpu').all()\n"
+        "cpks = [k.public_key().public_bytes_raw() for k in keys]\n"
+        "assert mayo.verify_many(alg, cpks, msgs[:3], d_sigs, backend='cpu').all()\n"
         "after = compiled()\n"
         "new = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}\n"
         "assert not new, f'compiled after warm_up: {new}'\n"
         "assert len(before) > 20, sorted(before)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    in_fresh_interpreter(code, timeout=900)
