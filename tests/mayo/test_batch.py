@@ -145,6 +145,24 @@ def test_fresh_key_chunks_give_the_single_verdicts(monkeypatch, chunk_bytes):
     assert mayo.verify_many(alg, pks, msgs, sigs, threads=1).tolist() == want
 
 
+@pytest.mark.parametrize("chunk_bytes", [1, 1 << 30], ids=["one key per chunk", "one chunk"])
+def test_fresh_secret_keys_give_the_single_signatures(monkeypatch, chunk_bytes):
+    """Compact secret keys shared by few elements are expanded one after another into reused
+    buffers (``_sign_fresh_keys``): the same signatures as single calls, however the keys fall
+    into chunks, and the same again when every first attempt is taken as rank-deficient (the
+    retry path)."""
+    monkeypatch.setattr(batch, "FRESH_KEY_BYTES", chunk_bytes)
+    alg = mayo.MAYO1
+    seeds = [k.private_bytes_raw() for k in alg.generate_private_keys(4, rng=NistCtrDrbg(bytes(range(3, 51))))]
+    sks = [seeds[i % 4] for i in range(7)]
+    msgs = [b"n%d" % i for i in range(7)]
+    ref = NistCtrDrbg(bytes(48))
+    singles = [mayo.sign(alg, sk, m, rng=ref) for sk, m in zip(sks, msgs)]
+    assert mayo.sign_many(alg, sks, msgs, rng=NistCtrDrbg(bytes(48)), threads=2) == singles
+    monkeypatch.setattr(batch, "_sign_fresh_keys", lambda *args: None)     # every ok stays False
+    assert mayo.sign_many(alg, sks, msgs, rng=NistCtrDrbg(bytes(48)), threads=1) == singles
+
+
 def test_malformed_elements():
     alg = mayo.MAYO2
     sk = alg.generate_private_key()
@@ -395,6 +413,7 @@ def test_warm_up_compiles_everything_the_calls_use():
         "d_sigs = mayo.sign_many(alg, keys, msgs[:3], backend='cpu')\n"
         "assert mayo.verify_many(alg, [k.public_key() for k in keys], msgs[:3], d_sigs, backend='cpu').all()\n"
         "cpks = [k.public_key().public_bytes_raw() for k in keys]\n"
+        "d_sigs = mayo.sign_many(alg, [k.private_bytes_raw() for k in keys], msgs[:3], backend='cpu')\n"
         "assert mayo.verify_many(alg, cpks, msgs[:3], d_sigs, backend='cpu').all()\n"
         "after = compiled()\n"
         "new = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}\n"

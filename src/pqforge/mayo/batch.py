@@ -297,6 +297,26 @@ def _sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
 
 
 @nb.njit(nogil=True, cache=True)
+def _sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok):
+    """Elements under compact keys that only a few of them share: for each key q, P1 and L
+    expanded from its keystream of P1 || P2 and its oil matrix O[q] into reused buffers
+    (``kernels.expand_secret_from_stream``), then one signing attempt for each of its elements
+    b = first[q] .. first[q+1]-1 (``_sign_chunk``).
+
+    Secret: O, L, V, R, S and every intermediate (constant-time kernels only); the rank bits
+    ok are public. Runs without the GIL.
+    """
+    v, o = O.shape[1], O.shape[2]
+    W = 4 * ((m + 63) // 64)
+    P1 = np.empty((v * (v + 1) // 2, W), np.uint64)
+    L = np.empty((v, o, W), np.uint64)
+    for q in range(streams.shape[0]):
+        kernels.expand_secret_from_stream(streams[q], O[q], m, P1, L)
+        a, b = first[q], first[q + 1]
+        _sign_chunk(O[q], P1, L, V[a:b], R[a:b], T[a:b], f_tail, n, S[a:b], ok[a:b])
+
+
+@nb.njit(nogil=True, cache=True)
 def _public_keys_chunk(streams, O, m, out):
     """out[q] = the encoded P3 of key q from its keystream of P1 || P2 and its oil matrix
     (``kernels.public_key_from_stream``). Secret: O and all derived from it. Runs without the GIL.
@@ -556,37 +576,82 @@ def _replay(data: bytes):
     return rng
 
 
+def _signing_inputs(p: MayoParams, messages, randomness, seeds):
+    """Per element (message, salt randomness, seed_sk of its key): the salt, t, the vinegar
+    vectors V (k, v) and r of the first attempt, as the specification hashes them.
+    Returns (salts, T, V, R)."""
+    k, o, v = p.k, p.o, p.v
+    vr_len = k * p.v_bytes + p.r_bytes
+    digests = [shake256(msg, p.digest_bytes) for msg in messages]
+    salts = [shake256(d + rand + seed, p.salt_bytes) for d, rand, seed in zip(digests, randomness, seeds)]
+    raw_t = b"".join(shake256(d + s, p.m_bytes) for d, s in zip(digests, salts))
+    T = np.ascontiguousarray(nibbles_rows(np.frombuffer(raw_t, np.uint8).reshape(-1, p.m_bytes), p.m))
+    raw_vr = np.frombuffer(b"".join(shake256(d + s + seed + b"\x00", vr_len)
+                                    for d, s, seed in zip(digests, salts, seeds)), np.uint8).reshape(-1, vr_len)
+    V = np.ascontiguousarray(nibbles_rows(raw_vr[:, :k * p.v_bytes].reshape(-1, p.v_bytes), v).reshape(-1, k, v))
+    R = np.ascontiguousarray(nibbles_rows(raw_vr[:, k * p.v_bytes:], k * o))
+    return salts, T, V, R
+
+
+def _finish_signatures(p: MayoParams, idx, S, ok, salts, messages, randomness, out, esk_of):
+    """out[j] = encoded s || salt for the elements j = idx[row] whose first attempt had full
+    rank; the others (rare) go through ``scheme.sign`` with their expanded key ``esk_of(row)``,
+    which retries as the specification does."""
+    packed = pack_rows(S)
+    for row, j in enumerate(idx):
+        if ok[row]:
+            out[j] = packed[row].tobytes() + salts[row]
+        else:
+            try:
+                out[j] = scheme.sign(p, esk_of(row), messages[j], _replay(randomness[j]))
+            except InvalidKey as exc:
+                raise InvalidKey(f"element {j}: {exc}") from None
+
+
 def _sign_one_key_cpu(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, randomness, out, index, threads):
     """out[index[j]] = signature of messages[j] with salt randomness randomness[j], one secret key."""
-    k, o, v = p.k, p.o, p.v
     f_tail = np.array(p.f_tail, np.int64)
-    vr_len = k * p.v_bytes + p.r_bytes
 
     def work(lo, hi):
         idx = index[lo:hi]
-        digests = [shake256(messages[j], p.digest_bytes) for j in idx]
-        salts = [shake256(d + randomness[j] + esk.seed_sk, p.salt_bytes) for d, j in zip(digests, idx)]
-        raw_t = b"".join(shake256(d + s, p.m_bytes) for d, s in zip(digests, salts))
-        T = np.ascontiguousarray(nibbles_rows(np.frombuffer(raw_t, np.uint8).reshape(-1, p.m_bytes), p.m))
-        raw_vr = np.frombuffer(b"".join(shake256(d + s + esk.seed_sk + b"\x00", vr_len)
-                                        for d, s in zip(digests, salts)), np.uint8).reshape(-1, vr_len)
-        V = np.ascontiguousarray(nibbles_rows(raw_vr[:, :k * p.v_bytes].reshape(-1, p.v_bytes), v)
-                                 .reshape(-1, k, v))
-        R = np.ascontiguousarray(nibbles_rows(raw_vr[:, k * p.v_bytes:], k * o))
-        S = np.zeros((len(idx), k * p.n), np.uint8)
+        salts, T, V, R = _signing_inputs(p, [messages[j] for j in idx], [randomness[j] for j in idx],
+                                         [esk.seed_sk] * len(idx))
+        S = np.zeros((len(idx), p.k * p.n), np.uint8)
         ok = np.zeros(len(idx), np.bool_)
         _sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok)
-        packed = pack_rows(S)
-        for row, j in enumerate(idx):
-            if ok[row]:
-                out[j] = packed[row].tobytes() + salts[row]
-            else:  # rank-deficient first attempt (rare): the single-signature path retries
-                try:
-                    out[j] = scheme.sign(p, esk, messages[j], _replay(randomness[j]))
-                except InvalidKey as exc:
-                    raise InvalidKey(f"element {j}: {exc}") from None
+        _finish_signatures(p, idx, S, ok, salts, messages, randomness, out, lambda row: esk)
 
     _run_chunks(work, len(index), threads)
+
+
+def _sign_fresh_keys_cpu(p: MayoParams, groups, messages, randomness, out, threads):
+    """Elements under compact secret keys that few elements share (``groups``: [(index, seed)]
+    per key). Per chunk of keys the hashing and the keystreams are done in Python, then one
+    compiled loop (``_sign_fresh_keys``) expands each key into reused buffers and signs its
+    elements: one GIL-free stretch per chunk instead of several per key."""
+    f_tail = np.array(p.f_tail, np.int64)
+
+    def work(lo, hi):
+        part = groups[lo:hi]
+        streams = np.zeros((len(part), scheme.stream_words(p)), np.uint64)
+        O = np.empty((len(part), p.v, p.o), np.uint8)
+        idx, seeds, first = [], [], [0]
+        for q, g in enumerate(part):
+            seed = g[0][1]
+            seed_pk, o_bytes = scheme._seed_expansion(p, seed)
+            scheme.public_stream_into(p, seed_pk, streams[q])
+            O[q] = scheme.decode_oil(p, o_bytes)
+            idx += [i for i, _ in g]
+            seeds += [seed] * len(g)
+            first.append(len(idx))
+        salts, T, V, R = _signing_inputs(p, [messages[j] for j in idx], [randomness[j] for j in idx], seeds)
+        S = np.zeros((len(idx), p.k * p.n), np.uint8)
+        ok = np.zeros(len(idx), np.bool_)
+        _sign_fresh_keys(streams, O, np.array(first, np.int64), V, R, T, f_tail, p.n, p.m, S, ok)
+        _finish_signatures(p, idx, S, ok, salts, messages, randomness, out,
+                           lambda row: scheme.expand_sk(p, seeds[row]))
+
+    _run_chunks(work, len(groups), threads, max(1, FRESH_KEY_BYTES // (p.P1_bytes + p.P2_bytes)))
 
 
 def sign_many_one_key(p: MayoParams, esk_source, messages, rng=None, backend=None, threads=None,
@@ -653,12 +718,16 @@ def sign_many(params, sks, messages, rng=None, backend=None, threads=None) -> li
         _sign_one_key_cpu(p, _expanded_secret(p, g[0][1]), messages, randomness, out,
                           np.array([i for i, _ in g], np.int64), threads)
 
-    def work(lo, hi):
-        for g in small[lo:hi]:
+    fresh = [g for g in small if isinstance(g[0][1], bytes) and len(g[0][1]) == p.csk_bytes]
+    kept = [g for g in small if not (isinstance(g[0][1], bytes) and len(g[0][1]) == p.csk_bytes)]
+
+    def work(lo, hi):     # expanded keys and key objects (they keep their expansion)
+        for g in kept[lo:hi]:
             _sign_one_key_cpu(p, _expanded_secret(p, g[0][1]), messages, randomness, out,
                               np.array([i for i, _ in g], np.int64), 1)
 
-    _run_chunks(work, len(small), threads)
+    _run_chunks(work, len(kept), threads)
+    _sign_fresh_keys_cpu(p, fresh, messages, randomness, out, threads)
     return out
 
 
