@@ -140,3 +140,36 @@ def test_pipelined_chunks_keep_the_order_and_the_bytes():
     want = [sk.sign(msg, rng=ref) for msg in msgs]
     assert tensor.sign_batch(p, esk, prepared, msgs, randomness, chunk=2) == want
     assert tensor.sign_chunk(p, esk, prepared, msgs, randomness, threads=1) == want
+
+
+def test_pipelined_chunks_use_at_most_the_threads_asked_for(monkeypatch):
+    """One chunk's tail starts only after the previous chunk is collected, so a pool larger
+    than ``threads`` (here 8 workers) never runs more than ``threads`` tails at once."""
+    import threading
+    import time
+    from pqforge.mayo import batch
+    monkeypatch.setattr(batch, "cpu_threads", lambda: 8)
+    alg = mayo.MAYO2
+    p = alg.params
+    esk = alg.generate_private_key(rng=NistCtrDrbg(bytes(range(2, 50)))).expanded()
+    prepared = tensor.PreparedSecretKey(p, esk.L, esk.P1)
+    msgs = [bytes([i]) for i in range(16)]
+    randomness = [bytes([i]) * p.salt_bytes for i in range(16)]
+    running, most, lock = [0], [0], threading.Lock()
+    finish = tensor._finish_chunk
+
+    def counted(*args):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.01)
+        finish(*args)
+        with lock:
+            running[0] -= 1
+
+    monkeypatch.setattr(tensor, "_finish_chunk", counted)
+    with batch._lock:
+        batch._executor(8)
+    sigs = tensor.sign_batch(p, esk, prepared, msgs, randomness, chunk=4, threads=2)
+    assert 1 <= most[0] <= 2
+    assert sigs == [scheme.sign(p, esk, m, batch._replay(r)) for m, r in zip(msgs, randomness)]

@@ -421,3 +421,23 @@ def test_warm_up_compiles_everything_the_calls_use():
         "assert len(before) > 20, sorted(before)\n"
     )
     in_fresh_interpreter(code, timeout=900)
+
+
+def test_a_failing_chunk_stops_the_call_with_no_work_left_running():
+    """The first error is raised once every worker has stopped; the workers take no chunk after it."""
+    import threading
+    import time
+    done, lock = [], threading.Lock()
+
+    def work(lo, hi):
+        time.sleep(0.002)
+        if lo == 0:
+            raise InvalidInput("chunk 0 failed")
+        with lock:
+            done.append(lo)
+
+    with pytest.raises(InvalidInput, match="chunk 0 failed"):
+        batch._run_chunks(work, 64, 2, most=1)
+    finished = len(done)
+    time.sleep(0.05)
+    assert len(done) == finished < 63

@@ -35,10 +35,10 @@ def steps(p: MayoParams) -> dict:
     k, o, v, m, W = p.k, p.o, p.v, p.m, p.words
     seed_pk, o_bytes = scheme._seed_expansion(p, csk)
     O = scheme.decode_oil(p, o_bytes)
-    stream = np.zeros(scheme.stream_words(p), np.uint64)
-    scheme.public_stream_into(p, seed_pk, stream)
+    stream = scheme.public_stream(p, seed_pk)
     P1 = np.empty((v * (v + 1) // 2, p.words), np.uint64)
-    kernels.decode_public_stream(stream, p.m, P1, np.empty((v, o, p.words), np.uint64))
+    P2 = np.empty((v, o, p.words), np.uint64)
+    kernels.decode_public_stream(stream, p.m, P1, P2)
     esk = scheme.expand_sk(p, csk)
     cpk = scheme.public_key_from_seed(p, csk)
     epk = scheme.expand_pk(p, cpk)
@@ -59,9 +59,8 @@ def steps(p: MayoParams) -> dict:
     x = np.zeros(k * o, np.uint8)
     s = decode_nibbles(sig, k * p.n).reshape(k, p.n).copy()
     return {
-        "AES-128-CTR P1,P2": _cpu_us(lambda: scheme.public_stream_into(p, seed_pk, stream)),
-        "decode P1,P2": _cpu_us(lambda: kernels.decode_public_stream(stream, p.m, np.empty_like(P1),
-                                                                     np.empty((v, o, W), np.uint64))),
+        "AES-128-CTR P1,P2": _cpu_us(lambda: scheme.public_stream(p, seed_pk, stream)),
+        "decode P1,P2": _cpu_us(lambda: kernels.decode_public_stream(stream, p.m, P1, P2)),
         "O^T P1": _cpu_us(lambda: kernels.mul_transposed_packed(O, P1, np.zeros((o, v, W), np.uint64))),
         "P1 O": _cpu_us(lambda: kernels.mul_packed_rows(P1, O, np.zeros((v, o, W), np.uint64))),
         "keygen (whole)": _cpu_us(lambda: scheme.public_key_from_seed(p, csk)),

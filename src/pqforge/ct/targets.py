@@ -142,8 +142,8 @@ def _mayo_kernel_targets():
         return (_mvecs(rng, p, p.o, p.o), p.m, np.zeros(p.P3_bytes, np.uint8))
 
     def stream(p, rng):                    # a keystream of P1 || P2 (public)
-        from ..mayo import scheme
-        words = np.zeros(scheme.stream_words(p), np.uint64)
+        from ..gf16.kernels import stream_words
+        words = np.zeros(stream_words(p.P1_bytes + p.P2_bytes), np.uint64)
         words.view(np.uint8)[:p.P1_bytes + p.P2_bytes] = rng.integers(0, 256, p.P1_bytes + p.P2_bytes,
                                                                        dtype=np.uint8)
         return words

@@ -217,11 +217,17 @@ def bitslice_stream(words, length, out):
                 out[i, p * limbs + l] = (lo | hi) & mask
 
 
+def stream_words(nbytes: int) -> int:
+    """Length of the zero-padded uint64 buffer that ``bitslice_stream`` reads for a stream of
+    ``nbytes`` bytes: whole 4-word groups plus a spare group."""
+    return (nbytes + 31) // 32 * 4 + 4
+
+
 def bitslice_nibble_rows(data, count: int, nbytes: int, limbs: int) -> np.ndarray:
     """``count`` nibble-packed vectors of ``nbytes`` bytes each (bytes-like, 2 * nbytes elements
     per vector) -> (count, 4 * limbs) uint64."""
     total = count * nbytes
-    words = np.zeros((total + 31) // 32 * 4 + 4, np.uint64)    # whole 4-word groups plus a spare
+    words = np.zeros(stream_words(total), np.uint64)
     words.view(np.uint8)[:total] = np.frombuffer(data, np.uint8, total)
     out = np.empty((count, 4 * limbs), np.uint64)
     bitslice_stream(words, 2 * nbytes, out)

@@ -179,13 +179,16 @@ def sign_launch(p, keys: dict, key_of: np.ndarray, messages: list[bytes], random
     return (lambda threads=None: sign[B, threads or _instance_tpb(p)](*args)), out, status
 
 
-def run_sign(p, keys: dict, key_of: np.ndarray, messages: list[bytes], randomness: list[bytes]) -> list[bytes]:
-    """Signatures under the prepared device keys keys[...][key_of[i]], salt randomness given per message."""
+def run_sign(p, keys: dict, key_of: np.ndarray, messages: list[bytes], randomness: list[bytes],
+             elements=None) -> list[bytes]:
+    """Signatures under the prepared device keys keys[...][key_of[i]], salt randomness given per
+    message; ``elements[i]`` is message i's index in the caller's batch (for error messages)."""
     launch, out, status = sign_launch(p, keys, key_of, messages, randomness)
     launch()
     st = status.copy_to_host()
     if (st < 0).any():   # for keys made by key generation the chance is below 2^-256, as on the CPU
-        raise InvalidKey(NO_FULL_RANK)
+        first = int(np.argmax(st < 0))
+        raise InvalidKey(f"element {first if elements is None else elements[first]}: {NO_FULL_RANK}")
     return [row.tobytes() for row in out.copy_to_host()]
 
 
@@ -209,6 +212,6 @@ def sign_groups(p, groups: list[tuple[bytes, list[int]]], messages, randomness, 
             for a in range(0, len(idx), step):
                 sl = idx[a:a + step]
                 sigs = run_sign(p, dev, np.array(key_of[a:a + step]), [messages[j] for j in sl],
-                                [randomness[j] for j in sl])
+                                [randomness[j] for j in sl], sl)
                 for j, sig in zip(sl, sigs):
                     out[j] = sig

@@ -323,13 +323,14 @@ def verify_batch(p, prepared: PreparedPublicKey, messages, sigs, chunk: int | No
 def sign_batch(p, esk, prepared: PreparedSecretKey, messages, randomness, chunk: int = 256,
                threads: int | None = None) -> list[bytes]:
     """Signatures in chunks of ``chunk`` messages (see ``sign_chunk``), pipelined: while the
-    threads finish one chunk, the main thread hashes the next and runs its GEMMs."""
+    threads finish one chunk, the main thread hashes the next and runs its GEMMs. A chunk's
+    tail starts once the previous one is collected, so at most ``threads`` threads work."""
     out, pending = [], None
     for lo in range(0, len(messages), chunk):
-        started = _SignChunk(p, esk, prepared, messages[lo:lo + chunk], randomness[lo:lo + chunk], threads)
+        prepared_chunk = _SignChunk(p, esk, prepared, messages[lo:lo + chunk], randomness[lo:lo + chunk], threads)
         if pending is not None:
             out += pending.result()
-        pending = started
+        pending = prepared_chunk.start()
     return out + (pending.result() if pending is not None else [])
 
 
@@ -340,7 +341,7 @@ def sign_chunk(p, esk, prepared: PreparedSecretKey, messages, randomness, thread
     compiled kernels on ``threads`` threads (all cores by default). A first attempt without
     full rank falls back to ``scheme.sign``.
     """
-    return _SignChunk(p, esk, prepared, messages, randomness, threads).result()
+    return _SignChunk(p, esk, prepared, messages, randomness, threads).start().result()
 
 
 @nb.njit(nogil=True, cache=True)
@@ -358,38 +359,34 @@ def _finish_chunk(Mw, Uw, T, R, V, O, f_tail, n, S, ok):
 
 
 class _SignChunk:
-    """One chunk of signing, started on construction (hashing, GEMMs, the tail handed to the
-    thread pool) and collected by ``result()``."""
+    """One chunk of signing: hashing and the GEMMs on construction, the tail handed to the
+    thread pool by ``start()``, the signatures collected by ``result()``."""
 
     def __init__(self, p, esk, prepared: PreparedSecretKey, messages, randomness, threads=None):
         from ..mayo import batch
-        from ..symmetric import shake256
-        k, o, v, m = p.k, p.o, p.v, p.m
         self.p, self.esk, self.messages, self.randomness = p, esk, messages, randomness
-        vr_len = k * p.v_bytes + p.r_bytes
-        digests = [shake256(msg, p.digest_bytes) for msg in messages]
-        self.salts = salts = [shake256(d + r + esk.seed_sk, p.salt_bytes) for d, r in zip(digests, randomness)]
-        T = np.ascontiguousarray(batch.nibbles_rows(np.frombuffer(
-            b"".join(shake256(d + s, p.m_bytes) for d, s in zip(digests, salts)), np.uint8).reshape(-1, p.m_bytes), m))
-        raw = np.frombuffer(b"".join(shake256(d + s + esk.seed_sk + b"\x00", vr_len) for d, s in zip(digests, salts)),
-                            np.uint8).reshape(-1, vr_len)
-        V = np.ascontiguousarray(batch.nibbles_rows(raw[:, :k * p.v_bytes].reshape(-1, p.v_bytes), v).reshape(-1, k, v))
-        R = np.ascontiguousarray(batch.nibbles_rows(raw[:, k * p.v_bytes:], k * o))
-        Mw, Uw = prepared.words(V)
-        self.S = S = np.zeros((len(messages), k * p.n), np.uint8)
-        self.ok = ok = np.zeros(len(messages), np.bool_)
-        f_tail = np.array(p.f_tail, np.int64)
+        self.threads = batch.check_threads(threads)
+        self.salts, self.T, self.V, self.R = batch._signing_inputs(p, messages, randomness,
+                                                                   [esk.seed_sk] * len(messages))
+        self.Mw, self.Uw = prepared.words(self.V)
+        self.S = np.zeros((len(messages), p.k * p.n), np.uint8)
+        self.ok = np.zeros(len(messages), np.bool_)
+
+    def start(self) -> "_SignChunk":
+        from ..mayo import batch
+        f_tail = np.array(self.p.f_tail, np.int64)
+        Mw, Uw, T, R, V, S, ok, O = self.Mw, self.Uw, self.T, self.R, self.V, self.S, self.ok, self.esk.O
 
         def work(lo, hi):
-            _finish_chunk(Mw[lo:hi], Uw[lo:hi], T[lo:hi], R[lo:hi], V[lo:hi], esk.O, f_tail, p.n, S[lo:hi], ok[lo:hi])
+            _finish_chunk(Mw[lo:hi], Uw[lo:hi], T[lo:hi], R[lo:hi], V[lo:hi], O, f_tail, self.p.n, S[lo:hi], ok[lo:hi])
 
-        self.parts = batch.start_chunks(work, len(messages), batch.check_threads(threads))
+        self.parts = batch.start_chunks(work, len(self.messages), self.threads)
+        return self
 
     def result(self) -> list[bytes]:
         from ..mayo import batch
-        for part in self.parts:
-            part.result()
-        packed = batch.pack_rows(self.S)
-        return [packed[b].tobytes() + self.salts[b] if self.ok[b]
-                else scheme.sign(self.p, self.esk, msg, batch._replay(self.randomness[b]))   # rank-deficient (rare)
-                for b, msg in enumerate(self.messages)]
+        batch.finish_chunks(self.parts)
+        out: list = [None] * len(self.messages)
+        batch._finish_signatures(self.p, range(len(self.messages)), self.S, self.ok, self.salts, self.messages,
+                                 self.randomness, out, lambda row: self.esk)
+        return out

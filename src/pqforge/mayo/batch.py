@@ -43,6 +43,7 @@ unaffected. In signing and key generation a malformed element raises an error na
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import threading
@@ -53,6 +54,7 @@ import numba as nb
 import numpy as np
 
 from ..errors import BackendUnavailable, InvalidInput, InvalidKey, InvalidType, PQForgeError, require_bytes
+from ..gf16.kernels import stream_words
 from ..symmetric import aes128_ctr_into, shake256
 from . import api, kernels, scheme
 from .params import MayoParams
@@ -185,16 +187,16 @@ _pool_size = 0
 
 
 def _executor(threads: int) -> ThreadPoolExecutor:
-    """The shared pool, with at least ``threads`` workers. A call asking for more replaces it by
-    a larger one; work already handed to the old pool still runs there."""
+    """The shared pool, with at least ``threads`` workers (call with ``_lock`` held). A call
+    asking for more replaces it by a larger one; work already handed to the old pool still runs
+    there, and nothing is handed to it afterwards (submissions happen under the same lock)."""
     global _pool, _pool_size
-    with _lock:
-        if _pool is None or _pool_size < threads:
-            if _pool is not None:
-                _pool.shutdown(wait=False)
-            _pool_size = max(threads, cpu_threads())
-            _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="pqforge-mayo")
-        return _pool
+    if _pool is None or _pool_size < threads:
+        if _pool is not None:
+            _pool.shutdown(wait=False)
+        _pool_size = max(threads, cpu_threads())
+        _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="pqforge-mayo")
+    return _pool
 
 
 def _chunks(size: int, threads: int, most: int | None = None):
@@ -209,31 +211,43 @@ def _chunks(size: int, threads: int, most: int | None = None):
 
 def start_chunks(fn, size: int, threads: int, most: int | None = None) -> list:
     """Start fn(lo, hi) over chunks of range(size) (at most ``most`` long) on ``threads`` workers
-    of the shared pool, each taking the next chunk until none is left; the futures to wait for.
-    One thread: run here."""
+    of the shared pool, each taking the next chunk until none is left or one has failed; the
+    futures to hand to ``finish_chunks``. One thread: run here."""
     parts = _chunks(size, threads, most)
     if threads == 1 or len(parts) <= 1:
         for lo, hi in parts:
             fn(lo, hi)
         return []
-    todo, take = iter(parts), threading.Lock()
+    todo, take, failed = iter(parts), threading.Lock(), threading.Event()
 
     def worker():
-        while True:
+        while not failed.is_set():
             with take:
                 part = next(todo, None)
             if part is None:
                 return
-            fn(*part)
+            try:
+                fn(*part)
+            except BaseException:
+                failed.set()              # the other workers take no further chunk
+                raise
 
-    pool = _executor(threads)
-    return [pool.submit(worker) for _ in range(min(threads, len(parts)))]
+    with _lock:
+        pool = _executor(threads)
+        return [pool.submit(worker) for _ in range(min(threads, len(parts)))]
+
+
+def finish_chunks(futures: list) -> None:
+    """Wait for every worker of ``start_chunks``, then raise the first error if one failed (so no
+    work of the call is still running when it returns or raises)."""
+    concurrent.futures.wait(futures)
+    for f in futures:
+        f.result()
 
 
 def _run_chunks(fn, size: int, threads: int, most: int | None = None):
     """fn(lo, hi) over chunks of range(size) on ``threads`` threads (``check_threads``'s count)."""
-    for f in start_chunks(fn, size, threads, most):
-        f.result()
+    finish_chunks(start_chunks(fn, size, threads, most))
 
 
 # -- compiled chunk loops (nogil) ----------------------------------------------------------------
@@ -299,9 +313,9 @@ def _sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
 @nb.njit(nogil=True, cache=True)
 def _sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok):
     """Elements under compact keys that only a few of them share: for each key q, P1 and L
-    expanded from its keystream of P1 || P2 and its oil matrix O[q] into reused buffers
-    (``kernels.expand_secret_from_stream``), then one signing attempt for each of its elements
-    b = first[q] .. first[q+1]-1 (``_sign_chunk``).
+    expanded from its keystream of P1 || P2 and its oil matrix O[q] into two buffers reused
+    from key to key (``kernels.expand_secret_from_stream``), then one signing attempt for each
+    of its elements b = first[q] .. first[q+1]-1 (``_sign_chunk``).
 
     Secret: O, L, V, R, S and every intermediate (constant-time kernels only); the rank bits
     ok are public. Runs without the GIL.
@@ -417,13 +431,17 @@ def draw_randomness(rng, size: int, nbytes: int) -> list[bytes]:
 
 # -- verification --------------------------------------------------------------------------------
 
+def _verification_inputs(p: MayoParams, messages, sigs, idx):
+    """(S, T): the signature vectors and targets of the well-formed elements idx."""
+    chosen = [sigs[j] for j in idx]
+    salt_at = p.sig_bytes - p.salt_bytes
+    return signature_vectors(p, chosen), targets(p, [messages[j] for j in idx], [sig[salt_at:] for sig in chosen])
+
+
 def _verify_indices(p: MayoParams, key, messages, sigs, out, idx):
     """out[idx] = the verdicts of the well-formed signatures sigs[idx] under one key, given as
     ``ExpandedPublicKey.for_verification``'s (matrix, encoded)."""
-    chosen = [sigs[j] for j in idx]
-    S = signature_vectors(p, chosen)
-    salt_at = p.sig_bytes - p.salt_bytes
-    T = targets(p, [messages[j] for j in idx], [sig[salt_at:] for sig in chosen])
+    S, T = _verification_inputs(p, messages, sigs, idx)
     res = np.zeros(len(idx), np.bool_)
     _verify_chunk(key[0], key[1], S, T, np.array(p.f_tail, np.int64), res)
     out[idx] = res
@@ -535,8 +553,7 @@ def _verify_fresh_keys_cpu(p, groups, messages, sigs, out, threads):
     key). Per chunk of keys, the encodings of P1 || P2 (AES from a compact key, copied from an
     expanded one) and the targets are made in Python, then one compiled loop assembles each key
     into a reused buffer and verifies its elements: no key object and no allocation per key."""
-    p12, seed = p.P1_bytes + p.P2_bytes, p.pk_seed_bytes
-    mb, salt_at = p.m_bytes, p.sig_bytes - p.salt_bytes
+    p12, seed, mb = p.P1_bytes + p.P2_bytes, p.pk_seed_bytes, p.m_bytes
     to_p12, to_p3 = scheme._public_entry_places(p)
     f_tail = np.array(p.f_tail, np.int64)
 
@@ -555,9 +572,7 @@ def _verify_fresh_keys_cpu(p, groups, messages, sigs, out, threads):
                 P3[q] = np.frombuffer(key, np.uint8, offset=p12)
             idx += [i for i, _ in g]
             first.append(len(idx))
-        chosen = [sigs[j] for j in idx]
-        S = signature_vectors(p, chosen)
-        T = targets(p, [messages[j] for j in idx], [sig[salt_at:] for sig in chosen])
+        S, T = _verification_inputs(p, messages, sigs, idx)
         slots = np.zeros((p.n * (p.n + 1) // 2, p.words), np.uint64)
         res = np.zeros(len(idx), np.bool_)
         _verify_fresh_keys(flat[:len(part) * p12].reshape(len(part), -1, mb), P3.reshape(len(part), -1, mb),
@@ -624,25 +639,33 @@ def _sign_one_key_cpu(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, ra
     _run_chunks(work, len(index), threads)
 
 
+def _seed_streams(p: MayoParams, seeds):
+    """(seed_pks, keystreams of P1 || P2 (K, words), oil matrices (K, v, o)) of secret seeds."""
+    streams = np.zeros((len(seeds), stream_words(p.P1_bytes + p.P2_bytes)), np.uint64)
+    O = np.empty((len(seeds), p.v, p.o), np.uint8)
+    seed_pks = []
+    for q, seed in enumerate(seeds):
+        seed_pk, o_bytes = scheme._seed_expansion(p, seed)
+        scheme.public_stream(p, seed_pk, streams[q])
+        O[q] = scheme.decode_oil(p, o_bytes)
+        seed_pks.append(seed_pk)
+    return seed_pks, streams, O
+
+
 def _sign_fresh_keys_cpu(p: MayoParams, groups, messages, randomness, out, threads):
     """Elements under compact secret keys that few elements share (``groups``: [(index, seed)]
     per key). Per chunk of keys the hashing and the keystreams are done in Python, then one
-    compiled loop (``_sign_fresh_keys``) expands each key into reused buffers and signs its
-    elements: one GIL-free stretch per chunk instead of several per key."""
+    compiled loop (``_sign_fresh_keys``) expands each key and signs its elements: one GIL-free
+    stretch per chunk instead of several per key."""
     f_tail = np.array(p.f_tail, np.int64)
 
     def work(lo, hi):
         part = groups[lo:hi]
-        streams = np.zeros((len(part), scheme.stream_words(p)), np.uint64)
-        O = np.empty((len(part), p.v, p.o), np.uint8)
+        _, streams, O = _seed_streams(p, [g[0][1] for g in part])
         idx, seeds, first = [], [], [0]
-        for q, g in enumerate(part):
-            seed = g[0][1]
-            seed_pk, o_bytes = scheme._seed_expansion(p, seed)
-            scheme.public_stream_into(p, seed_pk, streams[q])
-            O[q] = scheme.decode_oil(p, o_bytes)
+        for g in part:
             idx += [i for i, _ in g]
-            seeds += [seed] * len(g)
+            seeds += [g[0][1]] * len(g)
             first.append(len(idx))
         salts, T, V, R = _signing_inputs(p, [messages[j] for j in idx], [randomness[j] for j in idx], seeds)
         S = np.zeros((len(idx), p.k * p.n), np.uint8)
@@ -760,14 +783,7 @@ def public_keys_from_seeds(p: MayoParams, seeds, backend: str, threads: int) -> 
         return gpu_batch.keygen(p, seeds)
 
     def work(lo, hi):
-        streams = np.zeros((hi - lo, scheme.stream_words(p)), np.uint64)
-        O = np.empty((hi - lo, p.v, p.o), np.uint8)
-        seed_pks = []
-        for q in range(hi - lo):
-            seed_pk, o_bytes = scheme._seed_expansion(p, seeds[lo + q])
-            scheme.public_stream_into(p, seed_pk, streams[q])
-            O[q] = scheme.decode_oil(p, o_bytes)
-            seed_pks.append(seed_pk)
+        seed_pks, streams, O = _seed_streams(p, seeds[lo:hi])
         encoded = np.empty((hi - lo, p.P3_bytes), np.uint8)
         _public_keys_chunk(streams, O, p.m, encoded)
         for q, seed_pk in enumerate(seed_pks):

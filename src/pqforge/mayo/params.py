@@ -26,6 +26,12 @@ class MayoParams:
     sk_seed_bytes: int
     round: int = 2
 
+    def __post_init__(self):
+        # m-vectors are decoded and encoded as whole bytes (two elements each); an odd m would
+        # leave a padding nibble inside the bitsliced vector
+        if self.m % 2:
+            raise ValueError(f"{self.name}: m must be even, got {self.m}")
+
     # -- derived sizes (all in the specification's nibble encoding) --
     @property
     def v(self) -> int:

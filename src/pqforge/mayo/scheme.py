@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import InvalidKey
 from ..gf16 import decode_nibbles, encode_nibbles, unbitslice
-from ..gf16.kernels import bitslice_nibble_rows
+from ..gf16.kernels import bitslice_nibble_rows, stream_words
 from ..symmetric import aes128_ctr, aes128_ctr_into, aes128_ctr_scratch, shake256
 from . import kernels
 from .params import MayoParams
@@ -122,32 +122,29 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
 def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     seed_pk, o_bytes = _seed_expansion(params, seed_sk)
-    stream = np.zeros(stream_words(params), np.uint64)
-    public_stream_into(params, seed_pk, stream)
     encoded = np.empty(params.P3_bytes, np.uint8)
-    kernels.public_key_from_stream(stream, decode_oil(params, o_bytes), params.m, encoded)
+    kernels.public_key_from_stream(public_stream(params, seed_pk), decode_oil(params, o_bytes), params.m, encoded)
     return seed_pk + encoded.tobytes()
 
 
-def stream_words(params: MayoParams) -> int:
-    """Length of the zero-padded uint64 buffer that holds the keystream of P1 || P2."""
-    return (params.P1_bytes + params.P2_bytes + 31) // 32 * 4 + 4
-
-
-def public_stream_into(params: MayoParams, seed_pk: bytes, words: np.ndarray) -> None:
-    """The keystream of P1 || P2 (AES-128-CTR(seed_pk)) into the zeroed words of ``stream_words``."""
-    aes128_ctr_into(seed_pk, params.P1_bytes + params.P2_bytes, words.view(np.uint8))
+def public_stream(params: MayoParams, seed_pk: bytes, out: np.ndarray | None = None) -> np.ndarray:
+    """The keystream of P1 || P2, AES-128-CTR(seed_pk), as the zero-padded uint64 words that
+    ``bitslice_stream`` reads (``gf16.kernels.stream_words`` of them); written into ``out``, a
+    zeroed row of that length, when given."""
+    nbytes = params.P1_bytes + params.P2_bytes
+    if out is None:
+        out = np.zeros(stream_words(nbytes), np.uint64)
+    aes128_ctr_into(seed_pk, nbytes, out.view(np.uint8))
+    return out
 
 
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     seed_pk, o_bytes = _seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
-    stream = np.zeros(stream_words(params), np.uint64)
-    public_stream_into(params, seed_pk, stream)
     v, o, W = params.v, params.o, params.words
     P1 = np.empty((v * (v + 1) // 2, W), np.uint64)
     L = np.empty((v, o, W), np.uint64)
-    kernels.expand_secret_from_stream(stream, O, params.m, P1, L)          # L = (P1 + P1^T) O + P2
+    kernels.expand_secret_from_stream(public_stream(params, seed_pk), O, params.m, P1, L)   # L = (P1 + P1^T) O + P2
     return ExpandedSecretKey(csk, O, P1, L)
 
 
