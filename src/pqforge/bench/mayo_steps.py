@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from ..gf16 import decode_nibbles
+from ..gf16.kernels import bitslice_stream
 from ..mayo import kernels, scheme
 from ..mayo.params import MayoParams
 from ..symmetric import shake256
@@ -36,9 +37,9 @@ def steps(p: MayoParams) -> dict:
     seed_pk, o_bytes = scheme._seed_expansion(p, csk)
     O = scheme.decode_oil(p, o_bytes)
     stream = scheme.public_stream(p, seed_pk)
-    P1 = np.empty((v * (v + 1) // 2, p.words), np.uint64)
-    P2 = np.empty((v, o, p.words), np.uint64)
-    kernels.decode_public_stream(stream, p.m, P1, P2)
+    P12 = np.empty((v * (v + 1) // 2 + v * o, p.words), np.uint64)
+    bitslice_stream(stream, 2 * p.m_bytes, P12)
+    P1 = P12[:v * (v + 1) // 2]
     esk = scheme.expand_sk(p, csk)
     cpk = scheme.public_key_from_seed(p, csk)
     epk = scheme.expand_pk(p, cpk)
@@ -60,7 +61,7 @@ def steps(p: MayoParams) -> dict:
     s = decode_nibbles(sig, k * p.n).reshape(k, p.n).copy()
     return {
         "AES-128-CTR P1,P2": _cpu_us(lambda: scheme.public_stream(p, seed_pk, stream)),
-        "decode P1,P2": _cpu_us(lambda: kernels.decode_public_stream(stream, p.m, P1, P2)),
+        "decode P1,P2": _cpu_us(lambda: bitslice_stream(stream, 2 * p.m_bytes, P12)),
         "O^T P1": _cpu_us(lambda: kernels.mul_transposed_packed(O, P1, np.zeros((o, v, W), np.uint64))),
         "P1 O": _cpu_us(lambda: kernels.mul_packed_rows(P1, O, np.zeros((v, o, W), np.uint64))),
         "keygen (whole)": _cpu_us(lambda: scheme.public_key_from_seed(p, csk)),

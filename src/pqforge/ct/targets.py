@@ -152,8 +152,8 @@ def _mayo_kernel_targets():
         return (stream(p, rng), _el(rng, p.v, p.o), p.m, np.zeros(p.P3_bytes, np.uint8))
 
     def expand_secret(p, rng, fixed):
-        return (stream(p, rng), _el(rng, p.v, p.o), p.m, np.zeros((p.v * (p.v + 1) // 2, p.words), np.uint64),
-                np.zeros((p.v, p.o, p.words), np.uint64))
+        return (stream(p, rng), _el(rng, p.v, p.o), p.m,
+                np.zeros((p.v * (p.v + 1) // 2 + p.v * p.o, p.words), np.uint64))
 
     def reduce(p, rng, fixed):             # three unreduced sums of m + E coefficients, as columns
         from ..gf16 import bitslice

@@ -313,7 +313,7 @@ def _sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
 @nb.njit(nogil=True, cache=True)
 def _sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok):
     """Elements under compact keys that only a few of them share: for each key q, P1 and L
-    expanded from its keystream of P1 || P2 and its oil matrix O[q] into two buffers reused
+    expanded from its keystream of P1 || P2 and its oil matrix O[q] into one buffer reused
     from key to key (``kernels.expand_secret_from_stream``), then one signing attempt for each
     of its elements b = first[q] .. first[q+1]-1 (``_sign_chunk``).
 
@@ -322,10 +322,11 @@ def _sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok):
     """
     v, o = O.shape[1], O.shape[2]
     W = 4 * ((m + 63) // 64)
-    P1 = np.empty((v * (v + 1) // 2, W), np.uint64)
-    L = np.empty((v, o, W), np.uint64)
+    e1 = v * (v + 1) // 2
+    P1L = np.empty((e1 + v * o, W), np.uint64)
+    P1, L = P1L[:e1], P1L[e1:].reshape(v, o, W)
     for q in range(streams.shape[0]):
-        kernels.expand_secret_from_stream(streams[q], O[q], m, P1, L)
+        kernels.expand_secret_from_stream(streams[q], O[q], m, P1L)
         a, b = first[q], first[q + 1]
         _sign_chunk(O[q], P1, L, V[a:b], R[a:b], T[a:b], f_tail, n, S[a:b], ok[a:b])
 
@@ -741,10 +742,11 @@ def sign_many(params, sks, messages, rng=None, backend=None, threads=None) -> li
         _sign_one_key_cpu(p, _expanded_secret(p, g[0][1]), messages, randomness, out,
                           np.array([i for i, _ in g], np.int64), threads)
 
-    fresh = [g for g in small if isinstance(g[0][1], bytes) and len(g[0][1]) == p.csk_bytes]
-    kept = [g for g in small if not (isinstance(g[0][1], bytes) and len(g[0][1]) == p.csk_bytes)]
+    fresh, kept = [], []        # compact keys; expanded keys and key objects (they keep their expansion)
+    for g in small:
+        (fresh if isinstance(g[0][1], bytes) and len(g[0][1]) == p.csk_bytes else kept).append(g)
 
-    def work(lo, hi):     # expanded keys and key objects (they keep their expansion)
+    def work(lo, hi):
         for g in kept[lo:hi]:
             _sign_one_key_cpu(p, _expanded_secret(p, g[0][1]), messages, randomness, out,
                               np.array([i for i, _ in g], np.int64), 1)

@@ -187,33 +187,19 @@ def unbitslice_into(words, length, out):
 
 
 @nb.njit(**_JIT)
-def decode_public_stream(stream, m, P1, P2):
-    """P1 (packed upper triangle, (v(v+1)/2, W)) and P2 (v, o, W) decoded from their keystream
-    ``stream`` (uint64 words, zero-padded, as ``bitslice_stream`` reads them). Public data."""
-    v, o, W = P2.shape
-    e1 = P1.shape[0]
-    P12 = np.empty((e1 + v * o, W), np.uint64)
-    bitslice_stream(stream, 2 * ((m + 1) // 2), P12)   # entries of P1, then of P2
-    P1[:] = P12[:e1]
-    for i in range(v):
-        for c in range(o):
-            for w in range(W):
-                P2[i, c, w] = P12[e1 + i * o + c, w]
-
-
-@nb.njit(**_JIT)
 def public_key_from_stream(stream, O, m, out):
     """out = Encode(Upper(O^T (P1 O + P2))), the public part of key generation after hashing:
-    P1 and P2 decoded from their keystream (``decode_public_stream``), then the two products
-    with the oil matrix O (v, o).
+    P1 || P2 decoded from their keystream ``stream`` (uint64 words, zero-padded, as
+    ``bitslice_stream`` reads them), then the two products with the oil matrix O (v, o).
 
     Secret: O and everything computed from it (masks and XORs at public positions only); the
     keystream is public."""
     v, o = O.shape
     W = 4 * ((m + 63) // 64)
-    P1 = np.empty((v * (v + 1) // 2, W), np.uint64)
-    Q = np.empty((v, o, W), np.uint64)
-    decode_public_stream(stream, m, P1, Q)
+    e1 = v * (v + 1) // 2
+    P12 = np.empty((e1 + v * o, W), np.uint64)
+    bitslice_stream(stream, 2 * ((m + 1) // 2), P12)   # entries of P1 (packed), then of P2
+    P1, Q = P12[:e1], P12[e1:].reshape(v, o, W)
     mul_packed_rows(P1, O, Q)                         # Q = P1 O + P2
     P3 = np.zeros((o, o, W), np.uint64)
     mul_transposed(O, Q, False, P3)                   # O^T Q
@@ -221,15 +207,19 @@ def public_key_from_stream(stream, O, m, out):
 
 
 @nb.njit(**_JIT)
-def expand_secret_from_stream(stream, O, m, P1, L):
-    """P1 and L = (P1 + P1^T) O + P2 of the expanded secret key, from the keystream of P1 || P2
-    (``decode_public_stream``) and the oil matrix O.
+def expand_secret_from_stream(stream, O, m, P1L):
+    """P1 || L of the expanded secret key in ``P1L`` ((v(v+1)/2 + v o, W): the packed upper
+    triangle P1, then L = (P1 + P1^T) O + P2 row by row), from the keystream of P1 || P2 (as
+    ``public_key_from_stream`` reads it) and the oil matrix O. P1 || P2 decode into the same
+    places, so L starts as P2.
 
     Secret: O, L and the products (masks and XORs at public positions only); the keystream and
     P1 are public in themselves (P1 is kept with the secret key)."""
     v, o = O.shape
-    W = P1.shape[1]
-    decode_public_stream(stream, m, P1, L)            # L = P2 for now
+    W = P1L.shape[1]
+    e1 = v * (v + 1) // 2
+    bitslice_stream(stream, 2 * ((m + 1) // 2), P1L)
+    P1, L = P1L[:e1], P1L[e1:].reshape(v, o, W)       # L = P2 for now
     OtP1 = np.zeros((o, v, W), np.uint64)
     mul_transposed_packed(O, P1, OtP1)                # O^T P1 = (P1^T O)^T
     for i in range(v):

@@ -141,11 +141,11 @@ def public_stream(params: MayoParams, seed_pk: bytes, out: np.ndarray | None = N
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     seed_pk, o_bytes = _seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
-    v, o, W = params.v, params.o, params.words
-    P1 = np.empty((v * (v + 1) // 2, W), np.uint64)
-    L = np.empty((v, o, W), np.uint64)
-    kernels.expand_secret_from_stream(public_stream(params, seed_pk), O, params.m, P1, L)   # L = (P1 + P1^T) O + P2
-    return ExpandedSecretKey(csk, O, P1, L)
+    v, o = params.v, params.o
+    P1L = np.empty((v * (v + 1) // 2 + v * o, params.words), np.uint64)
+    kernels.expand_secret_from_stream(public_stream(params, seed_pk), O, params.m, P1L)   # L = (P1 + P1^T) O + P2
+    e1 = v * (v + 1) // 2
+    return ExpandedSecretKey(csk, O, P1L[:e1], P1L[e1:].reshape(v, o, params.words))
 
 
 def expand_sk_bytes(params: MayoParams, csk: bytes) -> bytes:
