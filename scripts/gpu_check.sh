@@ -11,8 +11,8 @@
 # Options: --simulate (CUDA simulator; implies the reduced vector set), --quick (small batches and
 # sets, for a dry run), --no-install (use the current environment; a machine without a package
 # index), --out DIR, --seconds S (the throughput run's budget, default 150), --limit S (the whole
-# check's, default 460; 3600 with --simulate). The KAT files are read from $PQFORGE_KAT_DIR or
-# ../shared/kat.
+# check's, default 460; 3600 with --simulate). The KAT files are read from tests/vectors (or
+# $PQFORGE_KAT_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIMULATE=0 QUICK=0 INSTALL=1 OUT=gpu_check SECONDS_BUDGET=150 LIMIT=

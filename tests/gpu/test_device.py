@@ -31,17 +31,15 @@ from pqforge.gpu import batch as gpu_batch  # noqa: E402
 from pqforge.mayo import scheme  # noqa: E402
 from pqforge.symmetric import aes128_ctr  # noqa: E402
 
+from ..known_answers import MAYO_FILES as FILES, mayo_entries  # noqa: E402
+
 SIM = MODE == "sim"
 KATS = int(os.environ.get("PQFORGE_GPU_KATS", "1" if SIM else "100"))
-FILES = {"MAYO-1": "PQCsignKAT_24_MAYO_1.rsp", "MAYO-2": "PQCsignKAT_24_MAYO_2.rsp",
-         "MAYO-3": "PQCsignKAT_32_MAYO_3.rsp", "MAYO-5": "PQCsignKAT_40_MAYO_5.rsp"}
 _cache = {}
 
 
 def entries(kat_root, name):
-    if name not in _cache:
-        _cache[name] = kat.read_rsp(kat_root / "mayo" / FILES[name])[:KATS]
-    return _cache[name]
+    return mayo_entries(name)[:KATS]
 
 
 def device_keys(p, cpks):
@@ -136,7 +134,7 @@ def test_distinct_keys_on_the_device(kat_root, reference_aes_in_sim):
     name = "MAYO-1"
     alg = mayo.ALGORITHMS[name]
     p = alg.params
-    es = kat.read_rsp(kat_root / "mayo" / FILES[name])[:2 if SIM else KATS]
+    es = mayo_entries(name)[:2 if SIM else KATS]
     pks = [e["pk"] for e in es] + [es[0]["pk"], es[0]["pk"][:-1], mayo.expand_pk(alg, es[1]["pk"])]
     msgs = [e["msg"] for e in es] + [es[1]["msg"], es[0]["msg"], es[1]["msg"]]
     sigs = [e["sm"][:p.sig_bytes] for e in es] + [es[0]["sm"][:p.sig_bytes]] * 2 + [es[1]["sm"][:p.sig_bytes]]

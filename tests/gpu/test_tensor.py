@@ -13,8 +13,7 @@ from pqforge.gf16 import gf16_mul, unbitslice
 from pqforge.gpu import tensor
 from pqforge.mayo import scheme
 
-FILES = {"MAYO-1": "PQCsignKAT_24_MAYO_1.rsp", "MAYO-2": "PQCsignKAT_24_MAYO_2.rsp",
-         "MAYO-3": "PQCsignKAT_32_MAYO_3.rsp", "MAYO-5": "PQCsignKAT_40_MAYO_5.rsp"}
+from ..known_answers import MAYO_FILES as FILES, mayo_entries
 
 
 def _mul_table():
@@ -42,7 +41,7 @@ def test_left_products_match_elementwise_gf16():
 def test_tensor_verification_matches_official_vectors(name, kat_root):
     alg = mayo.ALGORITHMS[name]
     p = alg.params
-    entries = kat.read_rsp(kat_root / "mayo" / FILES[name])[:2]
+    entries = mayo_entries(name)[:2]
     for e in entries:
         prepared = tensor.PreparedPublicKey(p, scheme.expand_pk(p, e["pk"]).P)
         sig = e["sm"][:p.sig_bytes]

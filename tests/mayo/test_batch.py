@@ -11,14 +11,14 @@ from pqforge.drbg import NistCtrDrbg
 from pqforge.errors import BackendUnavailable, InvalidInput, InvalidKey, InvalidType
 from pqforge.mayo import batch
 
+from ..known_answers import MAYO_FILES as FILES, mayo_entries
+
 ALGS = list(mayo.ALGORITHMS.values())
-FILES = {"MAYO-1": "PQCsignKAT_24_MAYO_1.rsp", "MAYO-2": "PQCsignKAT_24_MAYO_2.rsp",
-         "MAYO-3": "PQCsignKAT_32_MAYO_3.rsp", "MAYO-5": "PQCsignKAT_40_MAYO_5.rsp"}
 
 
 @pytest.fixture(scope="module")
-def official(kat_root):
-    return {name: kat.read_rsp(kat_root / "mayo" / f) for name, f in FILES.items()}
+def official():
+    return {name: mayo_entries(name) for name in FILES}
 
 
 @pytest.fixture(scope="module", params=ALGS, ids=lambda a: a.name)
