@@ -10,12 +10,13 @@
 
 from __future__ import annotations
 
+from ..algorithms import lookup
 from ..drbg import system_rng
-from ..errors import InvalidInput, InvalidKey, InvalidSignature, InvalidType, UnknownAlgorithm, require_bytes
+from ..errors import InvalidInput, InvalidKey, InvalidSignature, InvalidType, require_bytes
 from . import scheme
 from .params import ROUND2, MayoParams
 
-_BY_NAME = {p.name.lower(): p for p in ROUND2}
+_BY_NAME = {p.name: p for p in ROUND2}
 
 
 def resolve(params) -> MayoParams:
@@ -25,11 +26,8 @@ def resolve(params) -> MayoParams:
     if isinstance(inner, MayoParams):
         return inner
     if isinstance(params, str):
-        try:
-            return _BY_NAME[params.lower()]
-        except KeyError:
-            raise UnknownAlgorithm(f"unknown MAYO parameter set {params!r}; expected one of: "
-                                   f"{', '.join(p.name for p in ROUND2)}") from None
+        found: MayoParams = lookup(_BY_NAME, params, "MAYO parameter set")
+        return found
     raise InvalidType(f"params must be a MAYO parameter set, algorithm or name, not {type(params).__name__}")
 
 
@@ -64,11 +62,6 @@ def check_public_key(p: MayoParams, pk) -> bytes:
     return _check_key(p, pk, "public", p.cpk_bytes, p.epk_bytes)
 
 
-def check_signature(p: MayoParams, sig) -> bytes:
-    sig = require_bytes(sig, f"{p.name} signature")
-    if len(sig) != p.sig_bytes:
-        raise InvalidInput(f"{p.name} signature must be {p.sig_bytes} bytes, got {len(sig)}")
-    return sig
 
 
 def expanded_secret(p: MayoParams, sk: bytes) -> scheme.ExpandedSecretKey:
@@ -87,13 +80,13 @@ def keypair(params, rng=None) -> tuple[bytes, bytes]:
 
 def expand_sk(params, sk) -> bytes:
     p = resolve(params)
-    sk = require_bytes(sk, f"{p.name} compact secret key", p.csk_bytes)
+    sk = require_bytes(sk, f"{p.name} compact secret key", p.csk_bytes, InvalidKey)
     return scheme.expand_sk_bytes(p, sk)
 
 
 def expand_pk(params, pk) -> bytes:
     p = resolve(params)
-    pk = require_bytes(pk, f"{p.name} compact public key", p.cpk_bytes)
+    pk = require_bytes(pk, f"{p.name} compact public key", p.cpk_bytes, InvalidKey)
     return scheme.expand_pk_bytes(p, pk)
 
 
@@ -105,11 +98,13 @@ def sign(params, sk, msg, rng=None) -> bytes:
 
 
 def verify(params, pk, msg, sig) -> bool:
+    """Whether ``sig`` is a valid signature of ``msg``; a signature of the wrong length is just
+    not valid (False). A malformed key or a wrong type raises."""
     p = resolve(params)
     pk = check_public_key(p, pk)
     msg = require_bytes(msg, "message")
-    sig = check_signature(p, sig)
-    return scheme.verify(p, expanded_public(p, pk), msg, sig)
+    sig = require_bytes(sig, f"{p.name} signature")
+    return len(sig) == p.sig_bytes and bool(scheme.verify(p, expanded_public(p, pk), msg, sig))
 
 
 def sign_nist(params, sk, msg, rng=None) -> bytes:

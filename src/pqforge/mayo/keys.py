@@ -11,7 +11,7 @@ expansion once.
 
 from __future__ import annotations
 
-from ..errors import InvalidSignature, require_bytes
+from ..errors import InvalidKey, InvalidSignature, require_bytes
 from . import api, scheme
 from .params import MayoParams
 
@@ -122,11 +122,11 @@ class MayoAlgorithm:
 
     def private_key_from_bytes(self, data: bytes) -> MayoPrivateKey:
         """A private key from its compact encoding (the seed)."""
-        return MayoPrivateKey(self, require_bytes(data, f"{self.name} private key", self.private_key_size))
+        return MayoPrivateKey(self, require_bytes(data, f"{self.name} private key", self.private_key_size, InvalidKey))
 
     def public_key_from_bytes(self, data: bytes) -> MayoPublicKey:
         """A public key from its compact encoding."""
-        return MayoPublicKey(self, require_bytes(data, f"{self.name} public key", self.public_key_size))
+        return MayoPublicKey(self, require_bytes(data, f"{self.name} public key", self.public_key_size, InvalidKey))
 
     # the NIST API on bytes, as the functional layer
     def keypair(self, rng=None):

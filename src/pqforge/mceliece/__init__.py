@@ -11,7 +11,7 @@ The functional layer ``keypair`` / ``encapsulate`` / ``decapsulate`` takes the p
 
 from __future__ import annotations
 
-from ..errors import UnknownAlgorithm
+from ..algorithms import lookup
 from . import scheme
 from .keys import McElieceAlgorithm, McEliecePrivateKey, McEliecePublicKey
 from .params import PARAMS, Params
@@ -31,11 +31,9 @@ McEliece8192128f = ALGORITHMS["Classic-McEliece-8192128f"]
 
 
 def get(name: str) -> McElieceAlgorithm:
-    """The parameter set called ``name`` (e.g. "Classic-McEliece-348864", case-insensitive)."""
-    for key, alg in ALGORITHMS.items():
-        if key.lower() == str(name).lower():
-            return alg
-    raise UnknownAlgorithm(f"unknown Classic McEliece parameter set {name!r}; expected one of: {', '.join(ALGORITHMS)}")
+    """The parameter set called ``name`` ("Classic-McEliece-348864"; also "mceliece348864")."""
+    alg: McElieceAlgorithm = lookup(ALGORITHMS, name, "Classic McEliece parameter set")
+    return alg
 
 
 def _params(params) -> Params:
