@@ -20,8 +20,8 @@ from .errors import UnknownAlgorithm
 _SCHEME_PACKAGES = ("pqforge.mayo", "pqforge.mceliece")
 
 
-def _registry() -> dict:
-    algs = {}
+def _registry() -> dict[str, Any]:
+    algs: dict[str, Any] = {}
     for package in _SCHEME_PACKAGES:
         try:
             module = importlib.import_module(package)
@@ -61,5 +61,5 @@ def get(name: str) -> Any:
 
 def official_kat_hashes(name: str) -> dict[str, Any]:
     """SHA-256 of the official KAT text for ``name``: {"single", "all", "all_count"}."""
-    data = json.loads(resources.files("pqforge.data").joinpath("kat-sha256.json").read_text())
+    data: dict[str, dict[str, Any]] = json.loads(resources.files("pqforge.data").joinpath("kat-sha256.json").read_text())
     return data[name]

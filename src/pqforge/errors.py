@@ -7,7 +7,12 @@ argument of the wrong length or content InvalidInput, a wrong type InvalidType.
 
 from __future__ import annotations
 
+from typing import Union
+
 import numpy as np
+
+BytesLike = Union[bytes, bytearray, memoryview]
+"""What pqforge accepts where it takes bytes."""
 
 
 class PQForgeError(Exception):

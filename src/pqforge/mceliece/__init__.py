@@ -11,7 +11,11 @@ The functional layer ``keypair`` / ``encapsulate`` / ``decapsulate`` takes the p
 
 from __future__ import annotations
 
+from typing import Union
+
 from ..algorithms import lookup
+from ..drbg import Rng
+from ..errors import BytesLike
 from . import scheme
 from .keys import McElieceAlgorithm, McEliecePrivateKey, McEliecePublicKey
 from .params import PARAMS, Params
@@ -36,7 +40,11 @@ def get(name: str) -> McElieceAlgorithm:
     return alg
 
 
-def _params(params) -> Params:
+ParamsLike = Union[Params, McElieceAlgorithm, str]
+"""A parameter set, its algorithm object (``McEliece348864``) or its name."""
+
+
+def _params(params: ParamsLike) -> Params:
     if isinstance(params, Params):
         return params
     if isinstance(params, McElieceAlgorithm):
@@ -44,17 +52,17 @@ def _params(params) -> Params:
     return get(params).params
 
 
-def keypair(params, rng=None) -> tuple[bytes, bytes]:
+def keypair(params: ParamsLike, rng: Rng | None = None) -> tuple[bytes, bytes]:
     """(pk, sk) bytes for a parameter set."""
     return scheme.keypair(_params(params), rng)
 
 
-def encapsulate(params, pk, rng=None) -> tuple[bytes, bytes]:
+def encapsulate(params: ParamsLike, pk: BytesLike, rng: Rng | None = None) -> tuple[bytes, bytes]:
     """(ct, ss) for public key bytes pk."""
     return scheme.encapsulate(_params(params), pk, rng)
 
 
-def decapsulate(params, sk, ct) -> bytes:
+def decapsulate(params: ParamsLike, sk: BytesLike, ct: BytesLike) -> bytes:
     """ss for private key bytes sk and ciphertext ct (implicit rejection on a bad ciphertext)."""
     return scheme.decapsulate(_params(params), sk, ct)
 
