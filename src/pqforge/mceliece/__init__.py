@@ -15,7 +15,7 @@ from typing import Union
 
 from ..algorithms import lookup
 from ..drbg import Rng
-from ..errors import BytesLike
+from ..errors import BytesLike, InvalidType
 from . import scheme
 from .keys import McElieceAlgorithm, McEliecePrivateKey, McEliecePublicKey
 from .params import PARAMS, Params
@@ -49,7 +49,9 @@ def _params(params: ParamsLike) -> Params:
         return params
     if isinstance(params, McElieceAlgorithm):
         return params.params
-    return get(params).params
+    if isinstance(params, str):
+        return get(params).params
+    raise InvalidType(f"params must be a Classic McEliece parameter set, algorithm or name, not {type(params).__name__}")
 
 
 def keypair(params: ParamsLike, rng: Rng | None = None) -> tuple[bytes, bytes]:
