@@ -135,6 +135,8 @@ def test_usage_mistakes_are_one_line_exit_2(tmp_path):
         ("bench-batch", "--threads", "-1"),
         ("bench-batch", "--seconds", "nan"),
         ("bench", "--seconds", "0"),
+        ("ct", "run", "--target", "gf16_mul", "--threshold", "-1"),
+        ("ct", "run", "--target", "gf16_mul", "--measurements", "0"),
         ("bench", "--alg", "mayo-9"),
         ("kat", "--alg", "MAYO-2", "--count", "0"),
         ("kat", "--alg", "MAYO-2", "--count", "many"),
