@@ -71,6 +71,10 @@ def _status(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def _shown(path: str) -> str:
+    return "standard output" if path == STDOUT else path
+
+
 def _int_at_least(low: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
@@ -136,7 +140,7 @@ def cmd_sign(args: argparse.Namespace) -> int:
     msg = _read_input(args.file)
     sig = alg.sign(sk, msg)
     write_outputs(outputs, [sig], args.force)
-    _status(f"wrote {'the signature to standard output' if out == STDOUT else out} ({alg.name}, {len(sig)} bytes)")
+    _status(f"wrote {_shown(out)} ({alg.name}, {len(sig)} bytes)")
     return 0
 
 
@@ -176,7 +180,7 @@ def cmd_kem_encap(args: argparse.Namespace) -> int:
     _kem_alg(alg)
     ct, ss = alg.encapsulate(pk)
     write_outputs(outputs, [ct, ss], args.force)   # both or neither
-    _status(f"wrote {args.ciphertext} ({len(ct)} bytes) and {args.secret} ({alg.name})")
+    _status(f"wrote {_shown(args.ciphertext)} ({len(ct)} bytes) and {_shown(args.secret)} ({alg.name})")
     return 0
 
 
@@ -190,7 +194,7 @@ def cmd_kem_decap(args: argparse.Namespace) -> int:
         raise _UsageError(f"{args.ciphertext}: a {alg.name} ciphertext is {alg.ciphertext_size} bytes, got {len(ct)}")
     ss = alg.decapsulate(sk, ct)
     write_outputs(outputs, [ss], args.force)
-    _status(f"wrote {args.secret} ({alg.name})")
+    _status(f"wrote {_shown(args.secret)} ({alg.name})")
     return 0
 
 
