@@ -2,12 +2,19 @@
 
 import gzip
 import os
+import shutil
+import signal
 import stat
 import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
+import pqforge
+import pqforge.algorithms
 from pqforge.cli import main
 
 from .known_answers import require
@@ -60,9 +67,6 @@ def test_bad_inputs_exit_2_with_one_line(alice):
     truncated.write_text((d / "alice.pk").read_text()[:300])
     cases.append(("verify", "--key", str(truncated), str(d / "m"), str(d / "m.sig")))
     cases.append(("verify", "--key", str(d / "alice.sk"), str(d / "m"), str(d / "m.sig")))  # wrong key type
-    short = d / "short.sig"
-    short.write_bytes((d / "m.sig").read_bytes()[:-1])
-    cases.append(("verify", "--key", str(d / "alice.pk"), str(d / "m"), str(short)))
     cases.append(("verify", "--key", str(d / "missing.pk"), str(d / "m"), str(d / "m.sig")))
     cases.append(("keygen", "--alg", "MAYO-4", "--out", str(d / "x")))
     binary = d / "bin.sk"
@@ -101,3 +105,273 @@ def test_bench_steps_reports_every_step(capsys):
     steps = json.loads(capsys.readouterr().out)["MAYO-2"]
     assert {"decode P1,P2", "sign: sample solution", "verify (whole, expanded)"} <= set(steps)
     assert all(t > 0 for t in steps.values())
+
+
+# -- exit codes and one-line errors -----------------------------------------------------------
+
+def _one_line_error(r, code=2):
+    assert r.returncode == code, (r.args, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "error" in r.stderr, r.stderr
+
+
+def test_wrong_length_signature_is_invalid_not_an_error(alice):
+    """Decision: for ``verify`` a signature of the wrong length is invalid (1), like any other
+    signature that does not verify, so a script checking validity need not tell them apart."""
+    d = alice
+    (d / "m").write_bytes(b"m")
+    assert main(["sign", "--key", str(d / "alice.sk"), str(d / "m")]) == 0
+    sig = (d / "m.sig").read_bytes()
+    for bad in (sig[:-1], sig + b"\0", b""):
+        (d / "bad.sig").write_bytes(bad)
+        r = run("verify", "--key", str(d / "alice.pk"), str(d / "m"), str(d / "bad.sig"))
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        assert r.stdout.startswith("invalid") and "186 bytes" in r.stdout and r.stderr == ""
+
+
+def test_usage_mistakes_are_one_line_exit_2(tmp_path):
+    binary = tmp_path / "official.rsp"
+    binary.write_bytes(bytes(range(256)) * 4)
+    not_kat = tmp_path / "notes.rsp"
+    not_kat.write_text("just some notes\n")
+    cases = [
+        ("bench-batch", "--alg", "MAYO-4"),
+        ("bench-batch", "--batch", "0"),
+        ("bench-batch", "--threads", "-1"),
+        ("bench-batch", "--seconds", "nan"),
+        ("bench", "--seconds", "0"),
+        ("ct", "run", "--target", "gf16_mul", "--threshold", "-1"),
+        ("ct", "run", "--target", "gf16_mul", "--measurements", "0"),
+        ("bench", "--alg", "mayo-9"),
+        ("kat", "--alg", "MAYO-2", "--count", "0"),
+        ("kat", "--alg", "MAYO-2", "--count", "many"),
+        ("kat", "--alg", "MAYO-2", "--count", "1", "--reference", str(binary)),
+        ("kat", "--alg", "MAYO-2", "--count", "1", "--reference", str(not_kat)),
+        ("kat", "--alg", "MAYO-2", "--count", "1", "--out", ""),
+        ("keygen", "--alg", "MAYO-2", "--out", ""),
+        ("keygen", "--alg", "MAYO-2", "--out", "-"),
+        ("keygen", "--alg", "MAYO-2", "--out", str(tmp_path / "no-such-dir" / "k")),
+        ("kem", "keygen", "--alg", "MAYO-2", "--out", str(tmp_path / "k")),
+        ("keygen", "--alg", "Classic-McEliece-1", "--out", str(tmp_path / "k")),
+        ("keygen",),
+        ("frobnicate",),
+    ]
+    for args in cases:
+        _one_line_error(run(*args))
+    assert not any(p.name.startswith("k") for p in tmp_path.iterdir())
+
+
+def test_version_and_help_list_the_algorithms():
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"pqforge {pqforge.__version__}"
+    r = subprocess.run([sys.executable, "-m", "pqforge.cli", "--help"], capture_output=True, text=True,
+                       env=dict(os.environ, COLUMNS="1000"))      # no wrapping inside a name
+    assert r.returncode == 0
+    text = " ".join(r.stdout.split())
+    for name in pqforge.algorithms.names():
+        assert name in text, name
+    assert "1 an invalid signature" in text
+
+
+def test_algorithm_names_in_any_spelling(tmp_path):
+    for i, spelling in enumerate(("mayo-2", "MAYO2", "Mayo_2")):
+        r = run("keygen", "--alg", spelling, "--out", str(tmp_path / f"k{i}"))
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / f"k{i}.pk").read_text().startswith("-----BEGIN PQFORGE MAYO-2 PUBLIC KEY-----")
+    r = run("kat", "--alg", "mceliece348864", "--count", "1")
+    assert r.returncode == 0 and "MATCH: official Classic-McEliece-348864 KAT" in r.stdout, r.stdout + r.stderr
+
+
+def test_bench_batch_takes_a_lower_case_name():
+    r = run("bench-batch", "--alg", "mayo-1", "--batch", "2", "--distinct", "1", "--threads", "1",
+            "--seconds", "0.001", "--no-kernels")
+    assert r.returncode == 0, r.stderr
+    assert "| MAYO-1 |" in r.stdout
+
+
+def test_unexpected_error_is_one_line(monkeypatch, capsys):
+    import pqforge.cli as cli
+
+    def broken(args):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(cli, "cmd_precompile", broken)
+    assert cli.main(["precompile", "--alg", "MAYO-2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unexpected RuntimeError: boom" in err
+
+
+def test_ctrl_c_during_a_benchmark_exits_130_quietly():
+    proc = subprocess.Popen([sys.executable, "-m", "pqforge.cli", "bench", "--alg", "MAYO-2", "--seconds", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    first = proc.stderr.readline()          # the benchmark has started its first operation
+    assert "MAYO-2" in first, first
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert out == "" and err == "", err
+
+
+# -- output files --------------------------------------------------------------------------------
+
+def _mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.fixture(scope="module")
+def bob(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bob")
+    r = run("kem", "keygen", "--alg", "Classic-McEliece-348864", "--out", str(d / "bob"))
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+def test_secrets_get_mode_0600_also_over_an_existing_file(bob, tmp_path):
+    ss, ct = tmp_path / "ss.bin", tmp_path / "msg.ct"
+    ss.write_bytes(b"old")
+    os.chmod(ss, 0o644)
+    r = run("kem", "encap", "--key", str(bob / "bob.pk"), "-o", str(ct), "--secret", str(ss), "--force")
+    assert r.returncode == 0, r.stderr
+    assert _mode(ss) == 0o600 and len(ss.read_bytes()) == 32
+    secret = ss.read_bytes()
+    out = tmp_path / "ss2.bin"
+    out.write_bytes(b"old")
+    os.chmod(out, 0o666)
+    r = run("kem", "decap", "--key", str(bob / "bob.sk"), str(ct), "--secret", str(out), "--force")
+    assert r.returncode == 0, r.stderr
+    assert _mode(out) == 0o600 and out.read_bytes() == secret
+    key = tmp_path / "k.sk"
+    key.write_text("old")
+    os.chmod(key, 0o644)
+    r = run("keygen", "--alg", "MAYO-2", "--out", str(tmp_path / "k"), "--force")
+    assert r.returncode == 0, r.stderr
+    assert _mode(key) == 0o600 and _mode(tmp_path / "k.pk") & 0o044 == 0o044
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.pk", "k.sk", "msg.ct", "ss.bin", "ss2.bin"]  # no temporaries
+
+
+def test_a_failing_output_check_writes_nothing(bob, tmp_path):
+    ct = tmp_path / "msg.ct"
+    cases = [("--secret", str(tmp_path / "missing-dir" / "ss.bin")),   # a directory that is not there
+             ("--secret", str(tmp_path)),                               # a directory, not a file
+             ("--secret", str(ct))]                                     # the same file twice
+    for args in cases:
+        _one_line_error(run("kem", "encap", "--key", str(bob / "bob.pk"), "-o", str(ct), *args))
+        assert not ct.exists()
+    taken = tmp_path / "ss.bin"
+    taken.write_bytes(b"keep")
+    r = run("kem", "encap", "--key", str(bob / "bob.pk"), "-o", str(ct), "--secret", str(taken))
+    _one_line_error(r)
+    assert "exists" in r.stderr and not ct.exists() and taken.read_bytes() == b"keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ss.bin"]
+
+
+def _read_only_directory(base: Path):
+    """(a directory this test's subprocess cannot write, subprocess arguments). Root may write
+    anywhere, so as root the command runs as 'nobody' when that can run Python here; otherwise a
+    read-only system directory stands in (root cannot write there either)."""
+    ro = base / "ro"
+    ro.mkdir()
+    os.chmod(ro, 0o555)
+    if os.geteuid() != 0:
+        return ro, {}
+    nobody = {"user": 65534, "group": 65534, "extra_groups": []}
+    try:
+        subprocess.run([sys.executable, "-c", "import pqforge.cli"], check=True, capture_output=True, **nobody)
+        return ro, nobody
+    except (OSError, subprocess.CalledProcessError):
+        if not os.access("/proc/sys", os.W_OK):
+            return Path("/proc/sys"), {}
+    pytest.skip("running as root, Python cannot run as another user here and no read-only directory was found")
+
+
+def test_read_only_directory_leaves_nothing_half_written(bob):
+    base = Path(tempfile.mkdtemp(prefix="pqforge-ro-"))   # reachable by another user, unlike tmp_path
+    try:
+        out = base / "out"
+        out.mkdir()
+        pk = base / "bob.pk"
+        pk.write_bytes((bob / "bob.pk").read_bytes())
+        for p, mode in ((base, 0o755), (out, 0o777), (pk, 0o644)):
+            os.chmod(p, mode)
+        ro, user = _read_only_directory(base)
+        before = sorted(os.listdir(ro))
+        r = subprocess.run([sys.executable, "-m", "pqforge.cli", "kem", "encap", "--key", str(pk),
+                            "-o", str(out / "msg.ct"), "--secret", str(ro / "ss.bin")],
+                           capture_output=True, text=True, **user)
+        _one_line_error(r)
+        assert "not writable" in r.stderr
+        assert list(out.iterdir()) == [] and sorted(os.listdir(ro)) == before
+    finally:
+        shutil.rmtree(base)
+
+
+def test_outputs_are_both_written_or_neither(tmp_path, monkeypatch):
+    """A failure while putting the second output in place takes the first back."""
+    from pqforge import files
+    outputs = [files.Output(str(tmp_path / "a.ct")), files.Output(str(tmp_path / "b.ss"), secret=True)]
+    real = os.link
+    calls = []
+
+    def link(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+    monkeypatch.setattr(os, "link", link)
+    files.check_outputs(outputs, force=False)
+    with pytest.raises(OSError, match="No space"):
+        files.write_outputs(outputs, [b"ct", b"ss"], force=False)
+    assert len(calls) == 2 and list(tmp_path.iterdir()) == []
+
+
+def test_dash_means_standard_output(alice, bob, tmp_path):
+    d = alice
+    (d / "m").write_bytes(b"message")
+    r = subprocess.run([sys.executable, "-m", "pqforge.cli", "sign", "--key", str(d / "alice.sk"), str(d / "m"),
+                        "-o", "-"], capture_output=True)
+    assert r.returncode == 0 and len(r.stdout) == 186, r.stderr
+    (d / "m.sig").write_bytes(r.stdout)
+    assert run("verify", "--key", str(d / "alice.pk"), str(d / "m"), str(d / "m.sig")).returncode == 0
+    r = subprocess.run([sys.executable, "-m", "pqforge.cli", "kem", "encap", "--key", str(bob / "bob.pk"),
+                        "-o", str(tmp_path / "c"), "--secret", "-"], capture_output=True)
+    assert r.returncode == 0 and len(r.stdout) == 32, r.stderr
+    r2 = subprocess.run([sys.executable, "-m", "pqforge.cli", "kem", "decap", "--key", str(bob / "bob.sk"),
+                         "-", "--secret", "-"], input=(tmp_path / "c").read_bytes(), capture_output=True)
+    assert r2.returncode == 0 and r2.stdout == r.stdout, r2.stderr
+    _one_line_error(run("kem", "encap", "--key", str(bob / "bob.pk"), "-o", "-", "--secret", "-"))
+    r = run("kat", "--alg", "MAYO-2", "--count", "1", "--out", "-")
+    assert r.returncode == 0 and r.stdout.startswith("# MAYO_2\n\ncount = 0\n") and "MATCH" in r.stderr
+
+
+# -- key files -----------------------------------------------------------------------------------
+
+def test_a_changed_key_file_is_reported_not_used(alice):
+    d = alice
+    (d / "m").write_bytes(b"m")
+    lines = (d / "alice.sk").read_text().splitlines(keepends=True)
+    body = lines[2]
+    flipped = body[:5] + ("A" if body[5] != "A" else "B") + body[6:]
+    (d / "bad.sk").write_text("".join(lines[:2] + [flipped] + lines[3:]))
+    r = run("sign", "--key", str(d / "bad.sk"), str(d / "m"), "-o", str(d / "m.sig"))
+    _one_line_error(r)
+    assert "checksum" in r.stderr and not (d / "m.sig").exists()
+    # another set with private keys of the same size: the name is covered by the checksum too
+    (d / "other.sk").write_text("".join(lines).replace("MAYO-2", "MAYO-1"))
+    r = run("sign", "--key", str(d / "other.sk"), str(d / "m"), "-o", str(d / "m.sig"))
+    _one_line_error(r)
+    assert "checksum" in r.stderr and not (d / "m.sig").exists()
+
+
+def test_a_key_file_without_checksum_is_used_with_a_warning(alice):
+    """Decision: files written before the checksum (pqforge 0.1.0) are accepted with one warning."""
+    d = alice
+    text = (d / "alice.sk").read_text()
+    old = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("Checksum: "))
+    (d / "old.sk").write_text(old)
+    (d / "m").write_bytes(b"m")
+    r = run("sign", "--key", str(d / "old.sk"), str(d / "m"))
+    assert r.returncode == 0, r.stderr
+    warnings_ = [ln for ln in r.stderr.splitlines() if "warning" in ln]
+    assert len(warnings_) == 1 and "no checksum" in warnings_[0]
+    assert run("verify", "--key", str(d / "alice.pk"), str(d / "m"), str(d / "m.sig")).returncode == 0

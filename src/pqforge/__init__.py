@@ -6,8 +6,8 @@
     sk.public_key().verify(sig, b"data")     # None, or raises pqforge.InvalidSignature
 """
 
-from .errors import (InvalidInput, InvalidKey, InvalidSignature, InvalidType, PQForgeError,
-                     UnknownAlgorithm)
+from .errors import (BackendUnavailable, DeviceOutOfMemory, InvalidInput, InvalidKey, InvalidSignature, InvalidType,
+                     PQForgeError, UnknownAlgorithm)
 
 from ._memory import retain_freed_heap
 
@@ -15,5 +15,5 @@ __version__ = "0.1.0"
 
 retain_freed_heap()
 
-__all__ = ["InvalidInput", "InvalidKey", "InvalidSignature", "InvalidType", "PQForgeError",
-           "UnknownAlgorithm", "__version__"]
+__all__ = ["BackendUnavailable", "DeviceOutOfMemory", "InvalidInput", "InvalidKey", "InvalidSignature",
+           "InvalidType", "PQForgeError", "UnknownAlgorithm", "__version__"]

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 from importlib import resources
+from typing import Any
 
 from .errors import UnknownAlgorithm
 
 _SCHEME_PACKAGES = ("pqforge.mayo", "pqforge.mceliece")
 
 
-def _registry() -> dict:
-    algs = {}
+def _registry() -> dict[str, Any]:
+    algs: dict[str, Any] = {}
     for package in _SCHEME_PACKAGES:
         try:
             module = importlib.import_module(package)
@@ -35,16 +37,29 @@ def names() -> list[str]:
     return list(_registry())
 
 
-def get(name: str):
-    """The algorithm object called ``name`` (case-insensitive), or UnknownAlgorithm listing the known names."""
-    registry = _registry()
+def name_key(name: object) -> str:
+    """The form in which algorithm names are compared: case, hyphens, underscores, spaces and a
+    leading "Classic" do not matter, so "MAYO-2", "mayo2" and "McEliece348864" are names too."""
+    key = re.sub(r"[^a-z0-9]", "", str(name).lower())
+    return key.removeprefix("classic")
+
+
+def lookup(registry: dict[str, Any], name: object, what: str) -> Any:
+    """``registry[name]`` under ``name_key``, or UnknownAlgorithm naming ``what`` and the known names."""
+    wanted = name_key(name)
     for key, alg in registry.items():
-        if key.lower() == str(name).lower():
+        if name_key(key) == wanted:
             return alg
-    raise UnknownAlgorithm(f"unknown algorithm {name!r}; expected one of: {', '.join(registry)}")
+    raise UnknownAlgorithm(f"unknown {what} {name!r}; expected one of: {', '.join(registry)}")
 
 
-def official_kat_hashes(name: str) -> dict:
+def get(name: str) -> Any:
+    """The algorithm object called ``name`` (in any spelling ``name_key`` accepts), or
+    UnknownAlgorithm listing the known names."""
+    return lookup(_registry(), name, "algorithm")
+
+
+def official_kat_hashes(name: str) -> dict[str, Any]:
     """SHA-256 of the official KAT text for ``name``: {"single", "all", "all_count"}."""
-    data = json.loads(resources.files("pqforge.data").joinpath("kat-sha256.json").read_text())
+    data: dict[str, dict[str, Any]] = json.loads(resources.files("pqforge.data").joinpath("kat-sha256.json").read_text())
     return data[name]

@@ -1,7 +1,12 @@
 """The ``pqforge`` command: keys, signatures, KEM, known-answer tests, benchmarks.
 
-Exit status: 0 success (or a valid signature), 1 an invalid signature, 2 a usage or input error
-(with a one-line reason on stderr).
+Exit status: 0 success (or a valid signature), 1 an invalid signature (including one of the
+wrong length) or a KAT mismatch, 2 a usage or input error (one line on stderr, no traceback),
+130 interrupted (Ctrl-C).
+
+Outputs are checked before any work and written whole or not at all (``pqforge.files``);
+secret outputs get mode 0600. ``-`` is standard input for inputs and standard output for
+outputs; status lines go to stderr.
 """
 
 from __future__ import annotations
@@ -11,21 +16,32 @@ import importlib
 import json
 import os
 import sys
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
-from . import algorithms, keyfile
+from . import __version__, algorithms, keyfile
 from .errors import PQForgeError
+from .files import STDOUT, Output, check_outputs, write_outputs
 
 
 class _UsageError(Exception):
     pass
 
 
-def _progress_bar(total: int, label: str):
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error reported as one line (subcommand parsers inherit it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _progress_bar(total: int, label: str) -> Callable[[int], None]:
     """A minimal stderr progress bar; silent when stderr is not a terminal, except the final line."""
     tty = sys.stderr.isatty()
 
-    def update(done: int):
+    def update(done: int) -> None:
         if tty or done == total:
             width = 30
             filled = width * done // max(total, 1)
@@ -43,70 +59,100 @@ def _read_input(path: str) -> bytes:
         raise _UsageError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def _write_output(path: str, data: bytes, force: bool, mode: int = 0o644) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
-    try:
-        fd = os.open(path, flags, mode)
-    except FileExistsError:
-        raise _UsageError(f"{path} exists; use --force to overwrite") from None
-    except OSError as exc:
-        raise _UsageError(f"cannot write {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-
-
-def _read_key(path: str, kind: str):
+def _read_key(path: str, kind: str) -> tuple[Any, bytes]:
     try:
         return keyfile.read(path, kind)
     except OSError as exc:
         raise _UsageError(f"cannot read key {path}: {exc.strerror}") from None
 
 
+def _status(message: str) -> None:
+    """What was done, on stderr: standard output may be carrying a result."""
+    print(message, file=sys.stderr)
+
+
+def _shown(path: str) -> str:
+    return "standard output" if path == STDOUT else path
+
+
+def _int_at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+    return parse
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+positive_int = _int_at_least(1)
+
+
+def algorithm_name(name: str) -> str:
+    """argparse type: an algorithm name in any accepted spelling, returned in its canonical form."""
+    try:
+        return str(algorithms.get(name).name)
+    except PQForgeError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 # -- signature commands -------------------------------------------------------------------------
 
-def cmd_keygen(args) -> int:
+def cmd_keygen(args: argparse.Namespace) -> int:
     alg = algorithms.get(args.alg)
-    prefix = Path(args.out)
-    pk_path, sk_path = prefix.with_name(prefix.name + ".pk"), prefix.with_name(prefix.name + ".sk")
-    if not args.force:
-        for p in (pk_path, sk_path):
-            if p.exists():
-                raise _UsageError(f"{p} exists; use --force to overwrite")
+    if args.out in ("", STDOUT) or args.out.endswith(("/", os.sep)):
+        raise _UsageError(f"--out must be a path prefix for two key files (PREFIX.pk, PREFIX.sk), got {args.out!r}")
+    outputs = [Output(args.out + ".pk"), Output(args.out + ".sk", secret=True)]
+    check_outputs(outputs, args.force)
     pk, sk = alg.keypair()
-    try:
-        keyfile.write(sk_path, alg.name, "PRIVATE", sk, force=args.force)
-        keyfile.write(pk_path, alg.name, "PUBLIC", pk, force=args.force)
-    except FileExistsError as exc:
-        raise _UsageError(f"{exc.filename} exists; use --force to overwrite") from None
-    print(f"wrote {pk_path} and {sk_path} ({alg.name})")
+    write_outputs(outputs, [keyfile.encode(alg.name, "PUBLIC", pk).encode(),
+                            keyfile.encode(alg.name, "PRIVATE", sk).encode()], args.force)
+    _status(f"wrote {outputs[0].path} and {outputs[1].path} ({alg.name})")
     return 0
 
 
-def _signature_key(path: str, kind: str):
+def _signature_key(path: str, kind: str) -> tuple[Any, bytes]:
     alg, key = _read_key(path, kind)
     if alg.kind != "signature":
         raise _UsageError(f"{alg.name} is a KEM, not a signature algorithm")
     return alg, key
 
 
-def cmd_sign(args) -> int:
+def cmd_sign(args: argparse.Namespace) -> int:
+    out = args.output if args.output is not None else (args.file + ".sig" if args.file != "-" else None)
+    if out is None:
+        raise _UsageError("signing standard input needs -o FILE (or -o - for standard output) for the signature")
+    outputs = [Output(out)]
+    check_outputs(outputs, args.force)
     alg, sk = _signature_key(args.key, "PRIVATE")
     msg = _read_input(args.file)
-    out = args.output or (args.file + ".sig" if args.file != "-" else None)
-    if out is None:
-        raise _UsageError("signing standard input needs -o FILE for the signature")
     sig = alg.sign(sk, msg)
-    _write_output(out, sig, args.force)
-    print(f"wrote {out} ({alg.name}, {len(sig)} bytes)")
+    write_outputs(outputs, [sig], args.force)
+    _status(f"wrote {_shown(out)} ({alg.name}, {len(sig)} bytes)")
     return 0
 
 
-def cmd_verify(args) -> int:
+def cmd_verify(args: argparse.Namespace) -> int:
     alg, pk = _signature_key(args.key, "PUBLIC")
     msg = _read_input(args.file)
     sig = _read_input(args.signature)
+    # a signature of the wrong length is invalid (1), not an error (2): it is the untrusted input
+    # whose validity is the question, so a script need not tell the two cases apart
     if len(sig) != alg.signature_size:
-        raise _UsageError(f"{args.signature}: a {alg.name} signature is {alg.signature_size} bytes, got {len(sig)}")
+        print(f"invalid: a {alg.name} signature is {alg.signature_size} bytes, {args.signature} has {len(sig)}")
+        return 1
     if alg.verify(pk, msg, sig):
         print("valid")
         return 0
@@ -116,44 +162,64 @@ def cmd_verify(args) -> int:
 
 # -- KEM commands ---------------------------------------------------------------------------------
 
-def _kem_alg(alg):
+def _kem_alg(alg: Any) -> Any:
     if alg.kind != "kem":
         raise _UsageError(f"{alg.name} is a signature algorithm, not a KEM")
     return alg
 
 
-def cmd_kem_keygen(args) -> int:
+def cmd_kem_keygen(args: argparse.Namespace) -> int:
     _kem_alg(algorithms.get(args.alg))
     return cmd_keygen(args)
 
 
-def cmd_kem_encap(args) -> int:
+def cmd_kem_encap(args: argparse.Namespace) -> int:
+    outputs = [Output(args.ciphertext), Output(args.secret, secret=True)]
+    check_outputs(outputs, args.force)
     alg, pk = _read_key(args.key, "PUBLIC")
     _kem_alg(alg)
     ct, ss = alg.encapsulate(pk)
-    _write_output(args.ciphertext, ct, args.force)
-    _write_output(args.secret, ss, args.force, mode=0o600)
-    print(f"wrote {args.ciphertext} ({len(ct)} bytes) and {args.secret} ({alg.name})")
+    write_outputs(outputs, [ct, ss], args.force)   # both or neither
+    _status(f"wrote {_shown(args.ciphertext)} ({len(ct)} bytes) and {_shown(args.secret)} ({alg.name})")
     return 0
 
 
-def cmd_kem_decap(args) -> int:
+def cmd_kem_decap(args: argparse.Namespace) -> int:
+    outputs = [Output(args.secret, secret=True)]
+    check_outputs(outputs, args.force)
     alg, sk = _read_key(args.key, "PRIVATE")
     _kem_alg(alg)
     ct = _read_input(args.ciphertext)
     if len(ct) != alg.ciphertext_size:
         raise _UsageError(f"{args.ciphertext}: a {alg.name} ciphertext is {alg.ciphertext_size} bytes, got {len(ct)}")
     ss = alg.decapsulate(sk, ct)
-    _write_output(args.secret, ss, args.force, mode=0o600)
-    print(f"wrote {args.secret} ({alg.name})")
+    write_outputs(outputs, [ss], args.force)
+    _status(f"wrote {_shown(args.secret)} ({alg.name})")
     return 0
 
 
 # -- evidence commands ----------------------------------------------------------------------------
 
-def cmd_kat(args) -> int:
+def _reference_entries(path: str) -> list[dict[str, Any]]:
+    from . import kat
+    try:
+        entries = kat.read_rsp(path)
+    except OSError as exc:
+        raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, EOFError, ValueError) as exc:
+        raise _UsageError(f"{path} is not a KAT .rsp file ({exc})") from None
+    if not entries:
+        raise _UsageError(f"{path} holds no KAT entries; expected an official .rsp (or .rsp.gz) file")
+    return entries
+
+
+def cmd_kat(args: argparse.Namespace) -> int:
     from . import kat
     alg = algorithms.get(args.alg)
+    outputs = [Output(args.out)] if args.out is not None else []
+    check_outputs(outputs, args.force)
+    ref = _reference_entries(args.reference) if args.reference else []
+    report = sys.stderr if args.out == STDOUT else sys.stdout   # standard output may carry the .rsp
     official = algorithms.official_kat_hashes(alg.name)
     count = args.count if args.count is not None else official["all_count"]
     bar = _progress_bar(count, f"{alg.name} KAT")
@@ -163,28 +229,27 @@ def cmd_kat(args) -> int:
         entries.append(entry)
         bar(len(entries))
     text = kat.entries_text(entries)
-    if args.out:
+    if outputs:
         # the official signature files open with "# MAYO_2"-style headers; KEM files have none
         header = f"# {alg.name.replace('-', '_')}\n\n" if alg.kind == "signature" else ""
-        _write_output(args.out, (header + text).encode(), args.force)
+        write_outputs(outputs, [(header + text).encode()], args.force)
     digest = kat.sha256_text(text)
     expected = {1: official["single"], official["all_count"]: official["all"]}.get(count)
     mismatches = []
     if args.reference:
-        ref = kat.read_rsp(args.reference)
         mismatches = [e["count"] for e, r in zip(entries, ref) if e != r]
         print(f"compared {min(len(ref), count)} entries with {args.reference}: "
-              f"{'all match' if not mismatches else f'{len(mismatches)} differ, first count {mismatches[0]}'}")
-    print(f"sha256 {digest}")
+              f"{'all match' if not mismatches else f'{len(mismatches)} differ, first count {mismatches[0]}'}", file=report)
+    print(f"sha256 {digest}", file=report)
     if expected is None:
-        print(f"no official hash for {count} entries (official: 1 and {official['all_count']})")
+        print(f"no official hash for {count} entries (official: 1 and {official['all_count']})", file=report)
         return 1 if mismatches else 0
     ok = digest == expected and not mismatches
-    print(f"{'MATCH' if ok else 'MISMATCH'}: official {alg.name} KAT ({count} entries)")
+    print(f"{'MATCH' if ok else 'MISMATCH'}: official {alg.name} KAT ({count} entries)", file=report)
     return 0 if ok else 1
 
 
-def cmd_bench(args) -> int:
+def cmd_bench(args: argparse.Namespace) -> int:
     from . import bench
     if args.steps:
         from .bench import mayo_steps
@@ -216,7 +281,7 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def cmd_precompile(args) -> int:
+def cmd_precompile(args: argparse.Namespace) -> int:
     """Compile (and cache) every kernel by running each algorithm once, e.g. in a container build."""
     import time
     for name in args.alg or algorithms.names():
@@ -228,11 +293,16 @@ def cmd_precompile(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pqforge", description="Post-quantum signatures and KEMs (MAYO, Classic McEliece)")
+    p = _Parser(prog="pqforge", description="Post-quantum signatures and KEMs (MAYO, Classic McEliece)",
+                epilog=f"algorithms: {', '.join(algorithms.names())} (case, hyphens and a leading "
+                       "'Classic-' are optional: mayo2, McEliece348864f). Exit status: 0 success or a valid "
+                       "signature, 1 an invalid signature or a KAT mismatch, 2 a usage or input error, "
+                       "130 interrupted.")
+    p.add_argument("--version", action="version", version=f"pqforge {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("keygen", help="generate a key pair: PREFIX.pk and PREFIX.sk")
-    s.add_argument("--alg", required=True, help="algorithm name, e.g. MAYO-2")
+    s.add_argument("--alg", required=True, type=algorithm_name, help="algorithm name, e.g. MAYO-2 (see pqforge --help)")
     s.add_argument("--out", required=True, help="path prefix of the two key files")
     s.add_argument("--force", action="store_true", help="overwrite existing key files")
     s.set_defaults(func=cmd_keygen)
@@ -240,54 +310,54 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sign", help="sign a file")
     s.add_argument("--key", required=True, help="private key file")
     s.add_argument("file", help="file to sign ('-' for standard input)")
-    s.add_argument("-o", "--output", help="signature file (default FILE.sig)")
+    s.add_argument("-o", "--output", help="signature file (default FILE.sig; '-' for standard output)")
     s.add_argument("--force", action="store_true", help="overwrite an existing signature file")
     s.set_defaults(func=cmd_sign)
 
     s = sub.add_parser("verify", help="verify a signature (exit 0 valid, 1 invalid, 2 error)")
     s.add_argument("--key", required=True, help="public key file")
     s.add_argument("file", help="signed file ('-' for standard input)")
-    s.add_argument("signature", help="signature file")
+    s.add_argument("signature", help="signature file ('-' for standard input)")
     s.set_defaults(func=cmd_verify)
 
     kem = sub.add_parser("kem", help="key encapsulation").add_subparsers(dest="kem_command", required=True)
     s = kem.add_parser("keygen", help="generate a KEM key pair: PREFIX.pk and PREFIX.sk")
-    s.add_argument("--alg", required=True, help="e.g. Classic-McEliece-348864")
+    s.add_argument("--alg", required=True, type=algorithm_name, help="e.g. Classic-McEliece-348864 (see pqforge --help)")
     s.add_argument("--out", required=True, help="path prefix of the two key files")
     s.add_argument("--force", action="store_true")
     s.set_defaults(func=cmd_kem_keygen)
     s = kem.add_parser("encap", help="encapsulate to a public key: writes a ciphertext and the shared secret")
     s.add_argument("--key", required=True, help="public key file")
-    s.add_argument("-o", "--ciphertext", required=True, help="ciphertext output file")
-    s.add_argument("--secret", required=True, help="shared-secret output file (mode 0600)")
+    s.add_argument("-o", "--ciphertext", required=True, help="ciphertext output file ('-' for standard output)")
+    s.add_argument("--secret", required=True, help="shared-secret output file (mode 0600; '-' for standard output)")
     s.add_argument("--force", action="store_true")
     s.set_defaults(func=cmd_kem_encap)
     s = kem.add_parser("decap", help="decapsulate a ciphertext: writes the shared secret")
     s.add_argument("--key", required=True, help="private key file")
-    s.add_argument("ciphertext", help="ciphertext file")
-    s.add_argument("--secret", required=True, help="shared-secret output file (mode 0600)")
+    s.add_argument("ciphertext", help="ciphertext file ('-' for standard input)")
+    s.add_argument("--secret", required=True, help="shared-secret output file (mode 0600; '-' for standard output)")
     s.add_argument("--force", action="store_true")
     s.set_defaults(func=cmd_kem_decap)
 
     s = sub.add_parser("kat", help="regenerate known-answer tests and compare with the official ones")
-    s.add_argument("--alg", required=True)
-    s.add_argument("--count", type=int, help="number of entries (default: as many as the official hash covers)")
-    s.add_argument("--out", help="write the regenerated .rsp here")
+    s.add_argument("--alg", required=True, type=algorithm_name, help="algorithm name (see pqforge --help)")
+    s.add_argument("--count", type=positive_int, help="number of entries (default: as many as the official hash covers)")
+    s.add_argument("--out", help="write the regenerated .rsp here ('-' for standard output)")
     s.add_argument("--reference", help="an official .rsp (or .rsp.gz) to compare entry by entry")
     s.add_argument("--force", action="store_true")
     s.set_defaults(func=cmd_kat)
 
     s = sub.add_parser("bench", help="median time per operation")
-    s.add_argument("--alg", action="append", help="algorithm (repeatable; default: all MAYO sets)")
+    s.add_argument("--alg", action="append", type=algorithm_name, help="algorithm (repeatable; default: all MAYO sets)")
     s.add_argument("--json", action="store_true", help="machine-readable output")
-    s.add_argument("--seconds", type=float, default=0.5, help="minimum measuring time per operation")
+    s.add_argument("--seconds", type=positive_float, default=0.5, help="minimum measuring time per operation")
     s.add_argument("--steps", action="store_true", help="MAYO: time each step of expansion, signing and verification")
     s.add_argument("--startup", action="store_true",
                    help="measure import and first-call time of a cold (empty numba cache) and a warm start")
     s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("precompile", help="compile and cache all kernels now (first use is otherwise slow)")
-    s.add_argument("--alg", action="append", help="algorithm (repeatable; default: all)")
+    s.add_argument("--alg", action="append", type=algorithm_name, help="algorithm (repeatable; default: all)")
     s.set_defaults(func=cmd_precompile)
 
     for module in ("pqforge.ct.cli", "pqforge.bench.batch"):  # command groups in their own modules
@@ -299,18 +369,30 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "count", None) is not None and args.count < 1:
-        parser.error("--count must be at least 1")
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    print(f"pqforge: warning: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; the exit status (0, 1, 2, or 130 when interrupted)."""
     try:
-        return args.func(args)
+        args = build_parser().parse_args(argv)
+        warnings.showwarning = _show_warning
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
     except BrokenPipeError:  # output piped into a reader that stopped (e.g. head)
         sys.stderr.close()
         return 0
     except (_UsageError, PQForgeError, OSError) as exc:
         print(f"pqforge: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug: still one line, and the type for the report
+        if os.environ.get("PQFORGE_TRACEBACK"):
+            raise
+        print(f"pqforge: error: unexpected {type(exc).__name__}: {exc} "
+              "(set PQFORGE_TRACEBACK=1 for the traceback)", file=sys.stderr)
         return 2
 
 

@@ -7,10 +7,15 @@ official vectors exactly.
 """
 
 import os
+from collections.abc import Callable
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from .errors import require_bytes, InvalidInput
+
+
+Rng = Callable[[int], bytes]
+"""The type of an rng: n -> n random bytes."""
 
 
 def system_rng(n: int) -> bytes:

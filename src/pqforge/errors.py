@@ -1,6 +1,18 @@
-"""One exception hierarchy for everything pqforge raises on purpose."""
+"""One exception hierarchy for everything pqforge raises on purpose.
+
+The same mistake raises the same class everywhere (key objects, the functional layer and the
+batch calls of both schemes): a key of the wrong length or encoding is InvalidKey, any other
+argument of the wrong length or content InvalidInput, a wrong type InvalidType.
+"""
+
+from __future__ import annotations
+
+from typing import Union
 
 import numpy as np
+
+BytesLike = Union[bytes, bytearray, memoryview]
+"""What pqforge accepts where it takes bytes."""
 
 
 class PQForgeError(Exception):
@@ -27,8 +39,10 @@ class UnknownAlgorithm(PQForgeError, ValueError):
     """An algorithm name that pqforge does not implement."""
 
 
-def require_bytes(value, what: str, length: int | None = None) -> bytes:
-    """Return ``value`` as bytes or raise a clear error naming ``what`` and the expected size.
+def require_bytes(value: object, what: str, length: int | None = None,
+                  wrong_length: type[PQForgeError] = InvalidInput) -> bytes:
+    """Return ``value`` as bytes or raise a clear error naming ``what`` and the expected size
+    (``wrong_length``, InvalidInput unless the value is a key).
 
     bytes, bytearray and memoryview are accepted; str, numpy.bytes_ (it drops trailing zero
     bytes) and everything else is a type error.
@@ -40,7 +54,7 @@ def require_bytes(value, what: str, length: int | None = None) -> bytes:
     if not isinstance(value, bytes):
         raise InvalidType(f"{what} must be bytes, not {type(value).__name__}")
     if length is not None and len(value) != length:
-        raise InvalidInput(f"{what} must be {length} bytes, got {len(value)}")
+        raise wrong_length(f"{what} must be {length} bytes, got {len(value)}")
     return value
 
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
+
+Entry = dict[str, Any]
+"""One KAT entry: ints for count/mlen/smlen, bytes for the hex fields."""
 
 from .drbg import NistCtrDrbg
 from .errors import InvalidInput
@@ -18,14 +21,14 @@ from .errors import InvalidInput
 _INT_FIELDS = {"count", "mlen", "smlen"}
 
 
-def parse_rsp(text: str) -> list[dict]:
+def parse_rsp(text: str) -> list[Entry]:
     """Entries of an .rsp text as dicts (ints for count/mlen/smlen, bytes for hex fields)."""
     entries = []
     for block in text.split("\n\n"):
         lines = [ln for ln in block.strip().splitlines() if ln and not ln.startswith("#")]
         if not lines:
             continue
-        entry = {}
+        entry: Entry = {}
         for line in lines:
             key, sep, value = line.partition(" = ")
             if not sep:
@@ -35,7 +38,7 @@ def parse_rsp(text: str) -> list[dict]:
     return entries
 
 
-def read_rsp(path: str | Path) -> list[dict]:
+def read_rsp(path: str | Path) -> list[Entry]:
     """Parse an .rsp file (plain or .gz)."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
@@ -43,14 +46,14 @@ def read_rsp(path: str | Path) -> list[dict]:
         return parse_rsp(f.read())
 
 
-def entry_text(entry: dict) -> str:
+def entry_text(entry: Entry) -> str:
     lines = []
     for key, value in entry.items():
         lines.append(f"{key} = {value}" if isinstance(value, int) else f"{key} = {value.hex().upper()}")
     return "\n".join(lines) + "\n"
 
 
-def entries_text(entries: Iterable[dict]) -> str:
+def entries_text(entries: Iterable[Entry]) -> str:
     return "\n".join(entry_text(e) for e in entries)
 
 
@@ -64,7 +67,7 @@ def kat_seeds(count: int) -> list[bytes]:
     return [drbg(48) for _ in range(count)]
 
 
-def signature_kat_entries(alg, count: int) -> Iterator[dict]:
+def signature_kat_entries(alg: Any, count: int) -> Iterator[Entry]:
     """Regenerate the entries of PQCgenKAT_sign for a signature algorithm object.
 
     ``alg`` provides ``keypair(rng) -> (pk, sk)`` and ``sign_nist(sk, msg, rng) -> sm``.
@@ -83,7 +86,7 @@ def signature_kat_entries(alg, count: int) -> Iterator[dict]:
                "smlen": len(sm), "sm": sm}
 
 
-def kem_kat_entries(alg, count: int) -> Iterator[dict]:
+def kem_kat_entries(alg: Any, count: int) -> Iterator[Entry]:
     """Regenerate the entries of PQCgenKAT_kem for a KEM algorithm object.
 
     ``alg`` provides ``keypair(rng) -> (pk, sk)``, ``encapsulate(pk, rng) -> (ct, ss)`` and
@@ -98,6 +101,6 @@ def kem_kat_entries(alg, count: int) -> Iterator[dict]:
         yield {"count": i, "seed": seed, "pk": pk, "sk": sk, "ct": ct, "ss": ss}
 
 
-def kat_entries(alg, count: int) -> Iterator[dict]:
-    gen: Callable = signature_kat_entries if alg.kind == "signature" else kem_kat_entries
+def kat_entries(alg: Any, count: int) -> Iterator[Entry]:
+    gen: Callable[[Any, int], Iterator[Entry]] = signature_kat_entries if alg.kind == "signature" else kem_kat_entries
     return gen(alg, count)

@@ -1,72 +1,104 @@
 """Key files: the raw key bytes in a text armour that names the algorithm and the key type.
 
     -----BEGIN PQFORGE MAYO-2 PRIVATE KEY-----
+    Checksum: 3f1c0a9e5b7d2468
     <base64, 64 columns>
     -----END PQFORGE MAYO-2 PRIVATE KEY-----
 
 The armour lets ``pqforge sign --key alice.sk`` find the algorithm, and makes a truncated or
-foreign file a clear error rather than a wrong key.
+foreign file a clear error rather than a wrong key. The checksum (the first 8 bytes of SHA-256
+over the algorithm name, the key type and the raw key) makes any changed character an error too:
+a corrupted base64 character, or an algorithm name changed to another set with keys of the same
+size, is reported, never used. The base64 body must also be the canonical encoding of the key,
+since a changed last character can decode to the same bytes.
+
+Files without the checksum line (pqforge 0.1.0) are still read, with a warning: refusing them
+would lock their owners out of private keys that cannot be made again, and the length and
+armour checks still apply. Writing a key file again (``write``) adds the checksum.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import os
+import hashlib
 import re
+import warnings
 from pathlib import Path
+from typing import Any
 
 from . import algorithms
 from .errors import InvalidKey
+from .files import Output, check_outputs, write_outputs
+
+KINDS = ("PUBLIC", "PRIVATE")
 
 _ARMOUR = re.compile(
     r"-----BEGIN PQFORGE (?P<alg>[A-Za-z0-9-]+) (?P<kind>PUBLIC|PRIVATE) KEY-----\n"
+    r"(?:Checksum: (?P<checksum>[0-9a-f]{16})\n)?"
     r"(?P<body>[A-Za-z0-9+/=\n]*)"
     r"-----END PQFORGE (?P=alg) (?P=kind) KEY-----\n?\Z"
 )
+
+
+class MissingChecksum(UserWarning):
+    """A key file without the integrity check line (written by pqforge 0.1.0)."""
+
+
+def checksum(alg_name: str, kind: str, raw: bytes) -> str:
+    """16 hex digits: SHA-256 over the algorithm name, the key type and the raw key, truncated."""
+    return hashlib.sha256(f"pqforge key\0{alg_name}\0{kind.upper()}\0".encode() + raw).hexdigest()[:16]
 
 
 def encode(alg_name: str, kind: str, raw: bytes) -> str:
     body = base64.b64encode(raw).decode()
     lines = [body[i:i + 64] for i in range(0, len(body), 64)]
     head = f"PQFORGE {alg_name} {kind.upper()} KEY"
-    return f"-----BEGIN {head}-----\n" + "".join(line + "\n" for line in lines) + f"-----END {head}-----\n"
+    return (f"-----BEGIN {head}-----\nChecksum: {checksum(alg_name, kind, raw)}\n"
+            + "".join(line + "\n" for line in lines) + f"-----END {head}-----\n")
 
 
-def decode(text: str, source: str = "key file"):
-    """(algorithm object, "PUBLIC"/"PRIVATE", raw bytes); InvalidKey on anything malformed."""
+def decode(text: str, source: str = "key file") -> tuple[Any, str, bytes]:
+    """(algorithm object, "PUBLIC"/"PRIVATE", raw bytes); InvalidKey on anything malformed or changed."""
     match = _ARMOUR.match(text.replace("\r\n", "\n"))
     if not match:
         raise InvalidKey(f"{source} is not a pqforge key file (truncated or corrupt armour)")
     alg = algorithms.get(match["alg"])
+    kind = match["kind"]
+    body = match["body"].replace("\n", "")
     try:
-        raw = base64.b64decode(match["body"].replace("\n", ""), validate=True)
+        raw = base64.b64decode(body, validate=True)
     except binascii.Error as exc:
         raise InvalidKey(f"{source}: corrupt base64 body ({exc})") from None
-    size = alg.public_key_size if match["kind"] == "PUBLIC" else alg.private_key_size
+    if base64.b64encode(raw).decode() != body:
+        raise InvalidKey(f"{source}: corrupt base64 body (not the canonical encoding of its bytes)")
+    if match["checksum"] is None:
+        warnings.warn(f"{source} has no checksum line (an older pqforge key file), so a changed character "
+                      "cannot be detected; write it again to add one", MissingChecksum, stacklevel=2)
+    elif match["checksum"] != checksum(match["alg"], kind, raw):
+        raise InvalidKey(f"{source}: checksum mismatch; the key file has been changed or corrupted "
+                         "and is not used")
+    size = alg.public_key_size if kind == "PUBLIC" else alg.private_key_size
     if len(raw) != size:
-        raise InvalidKey(f"{source}: {alg.name} {match['kind'].lower()} key must be {size} bytes, got {len(raw)}")
-    return alg, match["kind"], raw
+        raise InvalidKey(f"{source}: {alg.name} {kind.lower()} key must be {size} bytes, got {len(raw)}")
+    return alg, kind, raw
 
 
-def read(path: str | Path, expect_kind: str):
+def read(path: str | Path, expect_kind: str) -> tuple[Any, bytes]:
+    """(algorithm object, raw key) from a key file holding a key of type ``expect_kind``."""
     try:
         text = Path(path).read_text(encoding="ascii")
     except UnicodeDecodeError:
         raise InvalidKey(f"{path} is not a pqforge key file (binary content)") from None
     alg, kind, raw = decode(text, str(path))
-    if kind != expect_kind:
+    if kind != expect_kind.upper():
         raise InvalidKey(f"{path} holds a {kind.lower()} key; a {expect_kind.lower()} key is expected here")
     return alg, raw
 
 
 def write(path: str | Path, alg_name: str, kind: str, raw: bytes, force: bool = False) -> None:
-    """Write an armoured key; private keys get mode 0600. Refuses to overwrite unless ``force``."""
-    path = Path(path)
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
-    mode = 0o600 if kind.upper() == "PRIVATE" else 0o644
-    fd = os.open(path, flags, mode)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(encode(alg_name, kind, raw))
-    if kind.upper() == "PRIVATE":
-        os.chmod(path, 0o600)
+    """Write an armoured key, whole or not at all; private keys get mode 0600 (also when
+    replacing a file). Refuses to overwrite unless ``force`` (InvalidInput)."""
+    out = [Output(str(path), secret=kind.upper() == "PRIVATE")]
+    check_outputs(out, force)
+    write_outputs(out, [encode(alg_name, kind, raw).encode("ascii")], force)

@@ -98,16 +98,27 @@ def test_wrong_lengths_and_types_raise_clear_errors(keyed):
     sig = sk.sign(b"m")
     with pytest.raises(InvalidSignature, match=f"{alg.signature_size} bytes"):
         pk.verify(sig[:-1], b"m")
-    with pytest.raises(InvalidInput, match=f"{alg.signature_size} bytes"):
-        mayo.verify(alg, pk.public_bytes_raw(), b"m", sig + b"\0")
+    # a function documented to return a bool returns False for a malformed signature
+    for bad in (sig + b"\0", sig[:-1], b"", bytearray(sig[:10])):
+        assert mayo.verify(alg, pk.public_bytes_raw(), b"m", bad) is False
+        assert alg.verify(pk.public_bytes_raw(), b"m", bad) is False
     with pytest.raises(InvalidKey, match=f"{alg.public_key_size} bytes"):
         mayo.verify(alg, pk.public_bytes_raw()[:-1], b"m", sig)
     with pytest.raises(InvalidKey, match=f"{alg.private_key_size} bytes"):
         mayo.sign(alg, b"short", b"m")
-    with pytest.raises(InvalidInput, match=f"{alg.private_key_size} bytes"):
+    # one mistake, one class: a short key is InvalidKey from the key objects and the functional layer
+    with pytest.raises(InvalidKey, match=f"{alg.private_key_size} bytes"):
         alg.private_key_from_bytes(bytes(alg.private_key_size + 1))
-    with pytest.raises(InvalidInput, match=f"{alg.public_key_size} bytes"):
+    with pytest.raises(InvalidKey, match=f"{alg.public_key_size} bytes"):
         alg.public_key_from_bytes(b"")
+    with pytest.raises(InvalidKey, match=f"{alg.public_key_size} bytes"):
+        alg.public_key_from_bytes(pk.public_bytes_raw()[:-1])
+    with pytest.raises(InvalidKey, match=f"{alg.public_key_size} bytes"):
+        mayo.expand_pk(alg, pk.public_bytes_raw()[:-1])
+    with pytest.raises(InvalidKey, match=f"{alg.private_key_size} bytes"):
+        mayo.expand_sk(alg, b"short")
+    with pytest.raises(InvalidKey, match=f"{alg.private_key_size} bytes"):
+        mayo.sign_many(alg, [b"short"], [b"m"], backend="cpu")
     with pytest.raises(InvalidType, match="bytes, not str"):
         sk.sign("text")
     with pytest.raises(InvalidType, match="bytes, not str"):
@@ -133,7 +144,10 @@ def test_bad_rng_and_names():
         mayo.get("MAYO-4")
     with pytest.raises(UnknownAlgorithm):
         mayo.keypair("mayo-7")
-    assert mayo.get("mayo-2") is mayo.MAYO2
+    for spelling in ("MAYO-2", "mayo-2", "MAYO2", "mayo_2", "Mayo 2"):
+        assert mayo.get(spelling) is mayo.MAYO2
+        assert pqforge.algorithms.get(spelling) is mayo.MAYO2
+        assert mayo.keypair(spelling, rng=lambda n: bytes(n)) == mayo.keypair(mayo.MAYO2, rng=lambda n: bytes(n))
     assert isinstance(InvalidKey("x"), ValueError) and isinstance(InvalidType("x"), TypeError)
     assert issubclass(InvalidSignature, pqforge.PQForgeError)
 

@@ -32,6 +32,9 @@ def test_sizes_and_attributes(name):
 def test_named_objects_and_get():
     assert mc.McEliece348864 is mc.get("Classic-McEliece-348864")
     assert mc.McEliece8192128f is mc.get("classic-mceliece-8192128f")
+    for spelling in ("McEliece-460896f", "mceliece460896f", "CLASSIC_MCELIECE_460896F"):
+        assert mc.get(spelling) is mc.McEliece460896f
+        assert pqforge.algorithms.get(spelling) is mc.McEliece460896f
     assert len(mc.ALGORITHMS) == 10
     with pytest.raises(UnknownAlgorithm):
         mc.get("Classic-McEliece-1")

@@ -26,6 +26,8 @@ import time
 import numba as nb
 import numpy as np
 
+from ..errors import UnknownAlgorithm
+from ..files import Output, check_outputs, write_outputs
 from . import machine
 
 
@@ -186,10 +188,10 @@ def _throughput(fn, count, repeats=3):
 
 def run(alg_names=None, batch_size=512, distinct=128, threads=None, seconds=0.2, progress=None,
         kernels_too=True) -> dict:
-    from ..mayo import ALGORITHMS, batch
+    from ..mayo import ALGORITHMS, batch, get
     from ..mayo import verify_many as verify_distinct, sign_many as sign_distinct
     threads = threads or batch.cpu_threads()
-    algs = [ALGORITHMS[a] for a in (alg_names or ALGORITHMS)]
+    algs = [get(a) for a in (alg_names or ALGORITHMS)]
     rates = {"word": word_op_rate(seconds), "scalar": scalar_op_rate(seconds)}
     out = {"machine": machine(), "threads": threads, "batch": batch_size, "distinct": distinct,
            "word_ops_per_s": rates["word"], "scalar_ops_per_s": rates["scalar"], "sets": []}
@@ -257,23 +259,33 @@ def table(res: dict) -> str:
     return "\n".join(lines)
 
 
+def _mayo_name(name: str) -> str:
+    from ..mayo import get
+    try:
+        return get(name).name
+    except UnknownAlgorithm as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_arguments(s) -> None:
-    s.add_argument("--alg", action="append", help="parameter set (repeatable; default: all four)")
-    s.add_argument("--batch", type=int, default=512, help="same-key batch size")
-    s.add_argument("--distinct", type=int, default=128, help="number of distinct keys")
-    s.add_argument("--threads", type=int, help="threads for the parallel runs (default: all cores)")
-    s.add_argument("--seconds", type=float, default=0.2, help="minimum measuring time per kernel")
+    from ..cli import positive_float, positive_int
+    s.add_argument("--alg", action="append", type=_mayo_name, help="MAYO parameter set (repeatable; default: all four)")
+    s.add_argument("--batch", type=positive_int, default=512, help="same-key batch size")
+    s.add_argument("--distinct", type=positive_int, default=128, help="number of distinct keys")
+    s.add_argument("--threads", type=positive_int, help="threads for the parallel runs (default: all cores)")
+    s.add_argument("--seconds", type=positive_float, default=0.2, help="minimum measuring time per kernel")
     s.add_argument("--no-kernels", action="store_true", help="skip the per-kernel model table")
     s.add_argument("--json", metavar="PATH", help="also write the results as JSON")
 
 
 def cmd(args) -> int:
+    outputs = [Output(args.json)] if args.json is not None else []
+    check_outputs(outputs, force=True)
     res = run(args.alg, batch_size=args.batch, distinct=args.distinct, threads=args.threads, seconds=args.seconds,
               progress=lambda s: print(f"  {s}", file=sys.stderr), kernels_too=not args.no_kernels)
     print(table(res))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=1)
+        write_outputs(outputs, [json.dumps(res, indent=1).encode()], force=True)
     return 0
 
 

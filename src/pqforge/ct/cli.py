@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+from ..algorithms import name_key
+from ..cli import positive_float, positive_int
 from ..errors import InvalidInput
 
 EXIT_LEAK = 1
@@ -27,13 +29,6 @@ def cmd_list(args) -> int:
         print(f"{t.name}\n    {t.description}\n    {t.kind}; algorithms: {algs}; secret: {secret}; "
               f"classes: {t.classes[0]} vs {t.classes[1]}; {trace}")
     return 0
-
-
-def _positive(value: str) -> int:
-    n = int(value)
-    if n < 1:
-        raise ValueError
-    return n
 
 
 def cmd_run(args) -> int:
@@ -63,7 +58,7 @@ def cmd_trace(args) -> int:
     from . import registry, trace
     targets = [registry.get(n) for n in args.target] if args.target else registry.traceable()
     if args.alg and not args.target:  # all targets of that algorithm
-        targets = [t for t in targets if not t.algs or args.alg.lower() in (a.lower() for a in t.algs)]
+        targets = [t for t in targets if not t.algs or name_key(args.alg) in (name_key(a) for a in t.algs)]
     if not targets:
         print("no trace-checkable targets registered")
         return 0
@@ -91,16 +86,16 @@ def add_parser(sub) -> None:
     s = cts.add_parser("run", help="timing campaign on one target (exit 0 none, 1 leak, 3 inconclusive)")
     s.add_argument("--target", required=True, help="a registered name, or package.module:ATTRIBUTE")
     s.add_argument("--alg", help="algorithm, e.g. MAYO-2 (default: the target's first)")
-    s.add_argument("--measurements", type=_positive, default=20000,
+    s.add_argument("--measurements", type=positive_int, default=20000,
                    help="measurements per run, both classes together (default 20000)")
-    s.add_argument("--repeats", type=_positive, default=3,
+    s.add_argument("--repeats", type=positive_int, default=3,
                    help="real runs, and as many matched null runs (default 3)")
     s.add_argument("--out", default="ct-report", help="report directory (default ./ct-report)")
-    s.add_argument("--threshold", type=float, default=4.5, help="|t| threshold (default 4.5)")
-    s.add_argument("--shift-ns", type=float, help="shift whose power is reported (default 1%% of the median)")
-    s.add_argument("--dispersion", type=float, default=2.0,
+    s.add_argument("--threshold", type=positive_float, default=4.5, help="|t| threshold (default 4.5)")
+    s.add_argument("--shift-ns", type=positive_float, help="shift whose power is reported (default 1%% of the median)")
+    s.add_argument("--dispersion", type=positive_float, default=2.0,
                    help="dispersion factor whose power is reported (default 2)")
-    s.add_argument("--resamples", type=_positive, default=100, help="relabellings per power estimate")
+    s.add_argument("--resamples", type=positive_int, default=100, help="relabellings per power estimate")
     s.add_argument("--seed", type=int, help="seed of labels and inputs (default random, recorded)")
     s.set_defaults(func=cmd_run)
 
@@ -108,7 +103,7 @@ def add_parser(sub) -> None:
     s.add_argument("--target", action="append", help="target (repeatable; default all trace-checkable)")
     s.add_argument("--alg", help="algorithm (default: each target's first); without --target, only the "
                    "targets of that algorithm")
-    s.add_argument("--pairs", type=_positive, default=2, help="secret pairs per target (default 2)")
+    s.add_argument("--pairs", type=positive_int, default=2, help="secret pairs per target (default 2)")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--opcodes", action="store_true",
                    help="compare bytecode offsets, not lines (sees one-line conditionals; slower)")

@@ -22,6 +22,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ..algorithms import name_key
 from ..errors import InvalidInput
 
 
@@ -72,7 +73,7 @@ class Target:
         if self.algs:
             if alg is None:
                 alg = self.algs[0]
-            match = [a for a in self.algs if a.lower() == str(alg).lower()]
+            match = [a for a in self.algs if name_key(a) == name_key(alg)]
             if not match:
                 raise InvalidInput(f"target {self.name} supports {', '.join(self.algs)}, not {alg}")
             alg = match[0]

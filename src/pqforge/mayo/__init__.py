@@ -9,7 +9,7 @@ Sizes (bytes, compact sk / pk / signature): MAYO-1 24 / 1420 / 454, MAYO-2 24 / 
 MAYO-3 32 / 2986 / 681, MAYO-5 40 / 5554 / 964.
 """
 
-from ..errors import UnknownAlgorithm
+from ..algorithms import lookup
 from .api import expand_pk, expand_sk, keypair, open_nist, sign, sign_nist, verify
 from .batch import get_default_backend, set_default_backend, sign_many, verify_many
 from .keys import MayoAlgorithm, MayoPrivateKey, MayoPublicKey
@@ -24,11 +24,9 @@ ALGORITHMS = {alg.name: alg for alg in (MAYO1, MAYO2, MAYO3, MAYO5)}
 
 
 def get(name: str) -> MayoAlgorithm:
-    """The MAYO algorithm called ``name`` ("MAYO-2", case-insensitive)."""
-    for key, alg in ALGORITHMS.items():
-        if key.lower() == str(name).lower():
-            return alg
-    raise UnknownAlgorithm(f"unknown MAYO algorithm {name!r}; expected one of: {', '.join(ALGORITHMS)}")
+    """The MAYO algorithm called ``name`` ("MAYO-2"; also "mayo-2", "MAYO2")."""
+    alg: MayoAlgorithm = lookup(ALGORITHMS, name, "MAYO algorithm")
+    return alg
 
 
 __all__ = ["MAYO1", "MAYO2", "MAYO3", "MAYO5", "ALGORITHMS", "get", "keypair", "sign", "verify",

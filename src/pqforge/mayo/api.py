@@ -10,30 +10,36 @@
 
 from __future__ import annotations
 
-from ..drbg import system_rng
-from ..errors import InvalidInput, InvalidKey, InvalidSignature, InvalidType, UnknownAlgorithm, require_bytes
+from typing import TYPE_CHECKING, Union
+
+from ..algorithms import lookup
+from ..drbg import Rng, system_rng
+from ..errors import InvalidInput, InvalidKey, InvalidSignature, InvalidType, BytesLike, require_bytes
 from . import scheme
 from .params import ROUND2, MayoParams
 
-_BY_NAME = {p.name.lower(): p for p in ROUND2}
+if TYPE_CHECKING:
+    from .keys import MayoAlgorithm
+
+ParamsLike = Union[MayoParams, "MayoAlgorithm", str]
+"""A MAYO parameter set, its algorithm object (``MAYO2``) or its name ("MAYO-2")."""
+
+_BY_NAME = {p.name: p for p in ROUND2}
 
 
-def resolve(params) -> MayoParams:
+def resolve(params: ParamsLike) -> MayoParams:
     if isinstance(params, MayoParams):
         return params
     inner = getattr(params, "params", None)
     if isinstance(inner, MayoParams):
         return inner
     if isinstance(params, str):
-        try:
-            return _BY_NAME[params.lower()]
-        except KeyError:
-            raise UnknownAlgorithm(f"unknown MAYO parameter set {params!r}; expected one of: "
-                                   f"{', '.join(p.name for p in ROUND2)}") from None
+        found: MayoParams = lookup(_BY_NAME, params, "MAYO parameter set")
+        return found
     raise InvalidType(f"params must be a MAYO parameter set, algorithm or name, not {type(params).__name__}")
 
 
-def checked_rng(rng):
+def checked_rng(rng: Rng | None) -> Rng:
     """An rng that fails loudly when the supplied callable does not return n bytes."""
     source = system_rng if rng is None else rng
     if not callable(source):
@@ -48,7 +54,7 @@ def checked_rng(rng):
     return draw
 
 
-def _check_key(p: MayoParams, key, what: str, compact: int, expanded: int) -> bytes:
+def _check_key(p: MayoParams, key: BytesLike, what: str, compact: int, expanded: int) -> bytes:
     key = require_bytes(key, f"{p.name} {what} key")
     if len(key) not in (compact, expanded):
         raise InvalidKey(f"{p.name} {what} key must be {compact} bytes (compact) or {expanded} bytes "
@@ -56,19 +62,14 @@ def _check_key(p: MayoParams, key, what: str, compact: int, expanded: int) -> by
     return key
 
 
-def check_secret_key(p: MayoParams, sk) -> bytes:
+def check_secret_key(p: MayoParams, sk: BytesLike) -> bytes:
     return _check_key(p, sk, "secret", p.csk_bytes, p.esk_bytes)
 
 
-def check_public_key(p: MayoParams, pk) -> bytes:
+def check_public_key(p: MayoParams, pk: BytesLike) -> bytes:
     return _check_key(p, pk, "public", p.cpk_bytes, p.epk_bytes)
 
 
-def check_signature(p: MayoParams, sig) -> bytes:
-    sig = require_bytes(sig, f"{p.name} signature")
-    if len(sig) != p.sig_bytes:
-        raise InvalidInput(f"{p.name} signature must be {p.sig_bytes} bytes, got {len(sig)}")
-    return sig
 
 
 def expanded_secret(p: MayoParams, sk: bytes) -> scheme.ExpandedSecretKey:
@@ -79,45 +80,47 @@ def expanded_public(p: MayoParams, pk: bytes) -> scheme.ExpandedPublicKey:
     return scheme.expand_pk(p, pk) if len(pk) == p.cpk_bytes else scheme.decode_epk(p, pk)
 
 
-def keypair(params, rng=None) -> tuple[bytes, bytes]:
+def keypair(params: ParamsLike, rng: Rng | None = None) -> tuple[bytes, bytes]:
     """(pk, sk) in compact form: pk is cpk_bytes long, sk is the seed (csk_bytes)."""
     p = resolve(params)
     return scheme.compact_keygen(p, checked_rng(rng))
 
 
-def expand_sk(params, sk) -> bytes:
+def expand_sk(params: ParamsLike, sk: BytesLike) -> bytes:
     p = resolve(params)
-    sk = require_bytes(sk, f"{p.name} compact secret key", p.csk_bytes)
+    sk = require_bytes(sk, f"{p.name} compact secret key", p.csk_bytes, InvalidKey)
     return scheme.expand_sk_bytes(p, sk)
 
 
-def expand_pk(params, pk) -> bytes:
+def expand_pk(params: ParamsLike, pk: BytesLike) -> bytes:
     p = resolve(params)
-    pk = require_bytes(pk, f"{p.name} compact public key", p.cpk_bytes)
+    pk = require_bytes(pk, f"{p.name} compact public key", p.cpk_bytes, InvalidKey)
     return scheme.expand_pk_bytes(p, pk)
 
 
-def sign(params, sk, msg, rng=None) -> bytes:
+def sign(params: ParamsLike, sk: BytesLike, msg: BytesLike, rng: Rng | None = None) -> bytes:
     p = resolve(params)
     sk = check_secret_key(p, sk)
     msg = require_bytes(msg, "message")
     return scheme.sign(p, expanded_secret(p, sk), msg, checked_rng(rng))
 
 
-def verify(params, pk, msg, sig) -> bool:
+def verify(params: ParamsLike, pk: BytesLike, msg: BytesLike, sig: BytesLike) -> bool:
+    """Whether ``sig`` is a valid signature of ``msg``; a signature of the wrong length is just
+    not valid (False). A malformed key or a wrong type raises."""
     p = resolve(params)
     pk = check_public_key(p, pk)
     msg = require_bytes(msg, "message")
-    sig = check_signature(p, sig)
-    return scheme.verify(p, expanded_public(p, pk), msg, sig)
+    sig = require_bytes(sig, f"{p.name} signature")
+    return len(sig) == p.sig_bytes and bool(scheme.verify(p, expanded_public(p, pk), msg, sig))
 
 
-def sign_nist(params, sk, msg, rng=None) -> bytes:
+def sign_nist(params: ParamsLike, sk: BytesLike, msg: BytesLike, rng: Rng | None = None) -> bytes:
     """The NIST API's signed message: signature || message."""
     return sign(params, sk, msg, rng) + require_bytes(msg, "message")
 
 
-def open_nist(params, pk, sm) -> bytes:
+def open_nist(params: ParamsLike, pk: BytesLike, sm: BytesLike) -> bytes:
     """The message of a NIST signed message; InvalidSignature when it does not verify."""
     p = resolve(params)
     sm = require_bytes(sm, f"{p.name} signed message")

@@ -11,7 +11,14 @@ expansion once.
 
 from __future__ import annotations
 
-from ..errors import InvalidSignature, require_bytes
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..drbg import Rng
+from ..errors import BytesLike, InvalidKey, InvalidSignature, require_bytes
 from . import api, scheme
 from .params import MayoParams
 
@@ -22,7 +29,7 @@ class MayoPublicKey:
     def __init__(self, algorithm: "MayoAlgorithm", cpk: bytes):
         self.algorithm = algorithm
         self._cpk = cpk
-        self._expanded = None
+        self._expanded: scheme.ExpandedPublicKey | None = None
 
     def public_bytes_raw(self) -> bytes:
         """The specification's compact public key: seed_pk || P3."""
@@ -33,7 +40,7 @@ class MayoPublicKey:
             self._expanded = scheme.expand_pk(self.algorithm.params, self._cpk)
         return self._expanded
 
-    def verify(self, signature: bytes, data: bytes) -> None:
+    def verify(self, signature: BytesLike, data: BytesLike) -> None:
         """Return None when ``signature`` is valid for ``data``; raise InvalidSignature otherwise."""
         p = self.algorithm.params
         signature = require_bytes(signature, f"{p.name} signature")
@@ -43,7 +50,7 @@ class MayoPublicKey:
         if not scheme.verify(p, self.expanded(), data, signature):
             raise InvalidSignature(f"{p.name} signature does not verify under this public key")
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, MayoPublicKey) and other.algorithm is self.algorithm and other._cpk == self._cpk
 
     def __hash__(self) -> int:
@@ -52,15 +59,17 @@ class MayoPublicKey:
     def __repr__(self) -> str:
         return f"<MayoPublicKey {self.algorithm.name}>"
 
-    def verify_many(self, messages, signatures, backend=None, threads=None, path="bitsliced"):
+    def verify_many(self, messages: Sequence[BytesLike], signatures: Sequence[BytesLike], backend: str | None = None,
+                    threads: int | None = None, path: str = "bitsliced") -> npt.NDArray[np.bool_]:
         """Verdicts (numpy bool array) for many (message, signature) pairs under this key.
 
         Note the argument order: messages first (one list each). A signature of the wrong
         length is False. See ``pqforge.mayo.batch`` for backends, threads and paths.
         """
         from . import batch
-        return batch.verify_many_one_key(self.algorithm.params, self.expanded, messages, signatures,
+        verdicts: npt.NDArray[np.bool_] = batch.verify_many_one_key(self.algorithm.params, self.expanded, messages, signatures,
                                          backend=backend, threads=threads, cpk=self._cpk, path=path, owner=self)
+        return verdicts
 
 
 class MayoPrivateKey:
@@ -70,7 +79,7 @@ class MayoPrivateKey:
         self.algorithm = algorithm
         self._csk = csk
         self._cpk = cpk
-        self._expanded = None
+        self._expanded: scheme.ExpandedSecretKey | None = None
 
     def private_bytes_raw(self) -> bytes:
         """The specification's compact secret key (seed_sk). Keep it secret."""
@@ -86,7 +95,7 @@ class MayoPrivateKey:
             self._cpk = scheme.public_key_from_seed(self.algorithm.params, self._csk)
         return MayoPublicKey(self.algorithm, self._cpk)
 
-    def sign(self, data: bytes, rng=None) -> bytes:
+    def sign(self, data: BytesLike, rng: Rng | None = None) -> bytes:
         """Signature of ``data`` (``signature_size`` bytes). ``rng`` feeds the salt randomness."""
         data = require_bytes(data, "data")
         return scheme.sign(self.algorithm.params, self.expanded(), data, api.checked_rng(rng))
@@ -94,14 +103,16 @@ class MayoPrivateKey:
     def __repr__(self) -> str:
         return f"<MayoPrivateKey {self.algorithm.name}>"
 
-    def sign_many(self, messages, rng=None, backend=None, threads=None, path="bitsliced") -> list[bytes]:
+    def sign_many(self, messages: Sequence[BytesLike], rng: Rng | None = None, backend: str | None = None,
+                  threads: int | None = None, path: str = "bitsliced") -> list[bytes]:
         """Signatures of many messages; the same bytes as ``[self.sign(m, rng) for m in messages]``.
 
         The salt randomness of every message is drawn from ``rng`` up front, in list order.
         """
         from . import batch
-        return batch.sign_many_one_key(self.algorithm.params, self.expanded, messages, rng=rng,
+        signatures: list[bytes] = batch.sign_many_one_key(self.algorithm.params, self.expanded, messages, rng=rng,
                                        backend=backend, threads=threads, csk=self._csk, path=path, owner=self)
+        return signatures
 
 
 class MayoAlgorithm:
@@ -116,35 +127,35 @@ class MayoAlgorithm:
         self.private_key_size = params.csk_bytes
         self.signature_size = params.sig_bytes
 
-    def generate_private_key(self, rng=None) -> MayoPrivateKey:
+    def generate_private_key(self, rng: Rng | None = None) -> MayoPrivateKey:
         cpk, csk = api.keypair(self.params, rng)
         return MayoPrivateKey(self, csk, cpk)
 
-    def private_key_from_bytes(self, data: bytes) -> MayoPrivateKey:
+    def private_key_from_bytes(self, data: BytesLike) -> MayoPrivateKey:
         """A private key from its compact encoding (the seed)."""
-        return MayoPrivateKey(self, require_bytes(data, f"{self.name} private key", self.private_key_size))
+        return MayoPrivateKey(self, require_bytes(data, f"{self.name} private key", self.private_key_size, InvalidKey))
 
-    def public_key_from_bytes(self, data: bytes) -> MayoPublicKey:
+    def public_key_from_bytes(self, data: BytesLike) -> MayoPublicKey:
         """A public key from its compact encoding."""
-        return MayoPublicKey(self, require_bytes(data, f"{self.name} public key", self.public_key_size))
+        return MayoPublicKey(self, require_bytes(data, f"{self.name} public key", self.public_key_size, InvalidKey))
 
     # the NIST API on bytes, as the functional layer
-    def keypair(self, rng=None):
+    def keypair(self, rng: Rng | None = None) -> tuple[bytes, bytes]:
         return api.keypair(self.params, rng)
 
-    def sign(self, sk, msg, rng=None) -> bytes:
+    def sign(self, sk: BytesLike, msg: BytesLike, rng: Rng | None = None) -> bytes:
         return api.sign(self.params, sk, msg, rng)
 
-    def verify(self, pk, msg, sig) -> bool:
+    def verify(self, pk: BytesLike, msg: BytesLike, sig: BytesLike) -> bool:
         return api.verify(self.params, pk, msg, sig)
 
-    def sign_nist(self, sk, msg, rng=None) -> bytes:
+    def sign_nist(self, sk: BytesLike, msg: BytesLike, rng: Rng | None = None) -> bytes:
         return api.sign_nist(self.params, sk, msg, rng)
 
-    def open_nist(self, pk, sm) -> bytes:
+    def open_nist(self, pk: BytesLike, sm: BytesLike) -> bytes:
         return api.open_nist(self.params, pk, sm)
 
-    def benchmark_ops(self) -> dict:
+    def benchmark_ops(self) -> dict[str, Callable[[], Any]]:
         """Operations as the benchmark measures them, on prepared inputs."""
         import os
         sk = self.generate_private_key()
@@ -191,7 +202,8 @@ class MayoAlgorithm:
     def __repr__(self) -> str:
         return f"<MAYO {self.name}>"
 
-    def generate_private_keys(self, n: int, rng=None, backend=None, threads=None) -> list[MayoPrivateKey]:
+    def generate_private_keys(self, n: int, rng: Rng | None = None, backend: str | None = None,
+                              threads: int | None = None) -> list[MayoPrivateKey]:
         """``n`` private keys (public halves computed), drawing the seeds from ``rng`` in order:
         the same keys as ``n`` calls of ``generate_private_key(rng)``."""
         from . import batch

@@ -11,7 +11,11 @@ The functional layer ``keypair`` / ``encapsulate`` / ``decapsulate`` takes the p
 
 from __future__ import annotations
 
-from ..errors import UnknownAlgorithm
+from typing import Union
+
+from ..algorithms import lookup
+from ..drbg import Rng
+from ..errors import BytesLike, InvalidType
 from . import scheme
 from .keys import McElieceAlgorithm, McEliecePrivateKey, McEliecePublicKey
 from .params import PARAMS, Params
@@ -31,32 +35,36 @@ McEliece8192128f = ALGORITHMS["Classic-McEliece-8192128f"]
 
 
 def get(name: str) -> McElieceAlgorithm:
-    """The parameter set called ``name`` (e.g. "Classic-McEliece-348864", case-insensitive)."""
-    for key, alg in ALGORITHMS.items():
-        if key.lower() == str(name).lower():
-            return alg
-    raise UnknownAlgorithm(f"unknown Classic McEliece parameter set {name!r}; expected one of: {', '.join(ALGORITHMS)}")
+    """The parameter set called ``name`` ("Classic-McEliece-348864"; also "mceliece348864")."""
+    alg: McElieceAlgorithm = lookup(ALGORITHMS, name, "Classic McEliece parameter set")
+    return alg
 
 
-def _params(params) -> Params:
+ParamsLike = Union[Params, McElieceAlgorithm, str]
+"""A parameter set, its algorithm object (``McEliece348864``) or its name."""
+
+
+def _params(params: ParamsLike) -> Params:
     if isinstance(params, Params):
         return params
     if isinstance(params, McElieceAlgorithm):
         return params.params
-    return get(params).params
+    if isinstance(params, str):
+        return get(params).params
+    raise InvalidType(f"params must be a Classic McEliece parameter set, algorithm or name, not {type(params).__name__}")
 
 
-def keypair(params, rng=None) -> tuple[bytes, bytes]:
+def keypair(params: ParamsLike, rng: Rng | None = None) -> tuple[bytes, bytes]:
     """(pk, sk) bytes for a parameter set."""
     return scheme.keypair(_params(params), rng)
 
 
-def encapsulate(params, pk, rng=None) -> tuple[bytes, bytes]:
+def encapsulate(params: ParamsLike, pk: BytesLike, rng: Rng | None = None) -> tuple[bytes, bytes]:
     """(ct, ss) for public key bytes pk."""
     return scheme.encapsulate(_params(params), pk, rng)
 
 
-def decapsulate(params, sk, ct) -> bytes:
+def decapsulate(params: ParamsLike, sk: BytesLike, ct: BytesLike) -> bytes:
     """ss for private key bytes sk and ciphertext ct (implicit rejection on a bad ciphertext)."""
     return scheme.decapsulate(_params(params), sk, ct)
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from ..drbg import Rng
+from ..errors import BytesLike
 from . import scheme
 from .params import Params
 
@@ -19,7 +24,7 @@ class McEliecePublicKey:
     def algorithm(self) -> "McElieceAlgorithm":
         return self._alg
 
-    def encapsulate(self, rng=None) -> tuple[bytes, bytes]:
+    def encapsulate(self, rng: Rng | None = None) -> tuple[bytes, bytes]:
         """(ciphertext, 32-byte shared secret). rng: callable n -> bytes, default os.urandom."""
         return scheme.encapsulate(self._alg.params, self._raw, rng)
 
@@ -27,7 +32,7 @@ class McEliecePublicKey:
         """The key as the specification encodes it."""
         return self._raw
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, McEliecePublicKey) and other._alg is self._alg and other._raw == self._raw
 
     def __hash__(self) -> int:
@@ -57,7 +62,7 @@ class McEliecePrivateKey:
             self._public = scheme.public_key_from_private(self._alg.params, self._raw)
         return McEliecePublicKey(self._alg, self._public)
 
-    def decapsulate(self, ciphertext) -> bytes:
+    def decapsulate(self, ciphertext: BytesLike) -> bytes:
         """The 32-byte shared secret; a ciphertext that does not decode gives the implicit-rejection value."""
         return scheme.decapsulate(self._alg.params, self._raw, ciphertext)
 
@@ -83,27 +88,27 @@ class McElieceAlgorithm:
         self.shared_secret_size = params.shared_secret_size
 
     # NIST API
-    def keypair(self, rng=None) -> tuple[bytes, bytes]:
+    def keypair(self, rng: Rng | None = None) -> tuple[bytes, bytes]:
         return scheme.keypair(self.params, rng)
 
-    def encapsulate(self, pk, rng=None) -> tuple[bytes, bytes]:
+    def encapsulate(self, pk: BytesLike, rng: Rng | None = None) -> tuple[bytes, bytes]:
         return scheme.encapsulate(self.params, pk, rng)
 
-    def decapsulate(self, sk, ct) -> bytes:
+    def decapsulate(self, sk: BytesLike, ct: BytesLike) -> bytes:
         return scheme.decapsulate(self.params, sk, ct)
 
     # key objects
-    def generate_private_key(self, rng=None) -> McEliecePrivateKey:
+    def generate_private_key(self, rng: Rng | None = None) -> McEliecePrivateKey:
         pk, sk = scheme.keypair(self.params, rng)
         return McEliecePrivateKey(self, sk, pk)
 
-    def private_key_from_bytes(self, data) -> McEliecePrivateKey:
+    def private_key_from_bytes(self, data: BytesLike) -> McEliecePrivateKey:
         return McEliecePrivateKey(self, scheme.check_private_key(self.params, data))
 
-    def public_key_from_bytes(self, data) -> McEliecePublicKey:
+    def public_key_from_bytes(self, data: BytesLike) -> McEliecePublicKey:
         return McEliecePublicKey(self, scheme.check_public_key(self.params, data))
 
-    def benchmark_ops(self) -> dict:
+    def benchmark_ops(self) -> dict[str, Callable[[], Any]]:
         pk, sk = self.keypair()
         ct, _ = self.encapsulate(pk)
         return {
