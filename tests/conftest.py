@@ -4,6 +4,8 @@ import pytest
 
 from . import known_answers
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
 
 @pytest.fixture(scope="session")
 def kat_root() -> Path:
