@@ -18,7 +18,6 @@ rate of the simplest vectorised XOR loop.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -27,11 +26,12 @@ import numba as nb
 import numpy as np
 
 from . import machine
+from .._compile_cache import JIT_CACHE
 
 
 # -- the machine's rate for word operations ------------------------------------------------------
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=JIT_CACHE, nogil=True)
 def _masked_xor_loop(acc, row, masks, reps):
     for _ in range(reps):
         for t in range(masks.shape[0]):
@@ -40,7 +40,7 @@ def _masked_xor_loop(acc, row, masks, reps):
                 acc[q] ^= mk & row[q]        # 2 word operations per element
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=JIT_CACHE, nogil=True)
 def _scalar_op_loop(a, reps):
     s = np.int64(0)
     for r in range(reps):
@@ -257,34 +257,8 @@ def table(res: dict) -> str:
     return "\n".join(lines)
 
 
-def add_arguments(s) -> None:
-    s.add_argument("--alg", action="append", help="parameter set (repeatable; default: all four)")
-    s.add_argument("--batch", type=int, default=512, help="same-key batch size")
-    s.add_argument("--distinct", type=int, default=128, help="number of distinct keys")
-    s.add_argument("--threads", type=int, help="threads for the parallel runs (default: all cores)")
-    s.add_argument("--seconds", type=float, default=0.2, help="minimum measuring time per kernel")
-    s.add_argument("--no-kernels", action="store_true", help="skip the per-kernel model table")
-    s.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-
-
-def cmd(args) -> int:
-    res = run(args.alg, batch_size=args.batch, distinct=args.distinct, threads=args.threads, seconds=args.seconds,
-              progress=lambda s: print(f"  {s}", file=sys.stderr), kernels_too=not args.no_kernels)
-    print(table(res))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(res, f, indent=1)
-    return 0
-
-
-def add_parser(sub) -> None:
-    """The ``bench-batch`` subcommand for the pqforge command line."""
-    s = sub.add_parser("bench-batch", help="throughput of batched signing and verification")
-    add_arguments(s)
-    s.set_defaults(func=cmd)
-
-
 def main(argv=None) -> int:
+    from .batch_cli import add_arguments, cmd
     p = argparse.ArgumentParser(prog="python -m pqforge.bench.batch", description=__doc__.splitlines()[0])
     add_arguments(p)
     return cmd(p.parse_args(argv))
