@@ -863,7 +863,7 @@ def slots_to_bitsliced(slots, out):
     bitslice_stream(stream, 16 * W, out)
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)     # one compiled level fewer: each level re-optimises its callees
 def whip_and_solve(U, M, t, r, f_tail, x):
     """The whipped system A x = t - sum_ell z^ell u of the pair products U (k, k, W) and
     M (k, o, W), solved by SampleSolution with randomness r: writes x (k*o elements) and
@@ -894,7 +894,8 @@ def sign_attempt(V, r, P1, L, t, f_tail, x):
 
 @nb.njit(**_JIT)
 def evaluate_public_sized(S, P, limbs, nibbles, f_tail, y):
-    """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S, P of
+    """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S (y is
+    overwritten), P of
     W = 4 * len(limbs) words a vector, bitsliced or, with ``nibbles`` non-empty, in the
     byte-encoding form of ``ExpandedPublicKey.nibbles``. Both are part of the compiled type, so
     one verification compiles the bucket kernel for its own size and form only (compiling all
@@ -908,7 +909,9 @@ def evaluate_public_sized(S, P, limbs, nibbles, f_tail, y):
         Ub = np.empty((k, k, W), np.uint64)
         slots_to_bitsliced(U.reshape(k * k, W), Ub.reshape(k * k, W))
         U = Ub
-    whip(U, np.zeros((k, 0, W), np.uint64), m, f_tail, y, np.zeros((m, 0), np.uint8))
+    yb = np.zeros(W, np.uint64)     # whip_bitsliced, not whip: one compiled level fewer
+    whip_bitsliced(U, np.zeros((k, 0, W), np.uint64), m, f_tail, yb, np.zeros((W, 0), np.uint64))
+    unbitslice_into(yb, m, y)
 
 
 @nb.njit(**_JIT)
