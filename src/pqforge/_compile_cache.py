@@ -104,7 +104,7 @@ def mark_compiled(key: str) -> None:
 
 
 _seen: set[str] = set()
-_lock = threading.Lock()
+_lock = threading.RLock()     # reentrant: a first call may make the first call of another path
 
 
 def compiling(path: str, seconds: float, kernels):
