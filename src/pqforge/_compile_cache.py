@@ -3,7 +3,7 @@
 Chosen when ``pqforge`` is imported, before any kernel module is decorated (and before numba
 reads its configuration, when numba is not imported yet):
 
-1. ``NUMBA_CACHE_DIR``, when set, wins;
+1. ``NUMBA_CACHE_DIR``, when set, wins (not writable: as 4.);
 2. else beside the sources (numba's default), when the package directory is writable;
 3. else the user's cache directory (``platformdirs.user_cache_dir("pqforge")``, on Linux
    ``$XDG_CACHE_HOME/pqforge`` or ``~/.cache/pqforge``), for read-only installations;
@@ -41,7 +41,8 @@ def _writable(path: Path) -> bool:
 def _choose() -> tuple[Path | None, str]:
     """(directory of the cache, or None; how it was chosen)."""
     if os.environ.get("NUMBA_CACHE_DIR"):
-        return Path(os.environ["NUMBA_CACHE_DIR"]), "NUMBA_CACHE_DIR"
+        chosen = Path(os.environ["NUMBA_CACHE_DIR"])
+        return (chosen, "NUMBA_CACHE_DIR") if _writable(chosen) else (None, "none")
     if _writable(PACKAGE_DIR / "__pycache__"):
         return PACKAGE_DIR / "__pycache__", "package"
     import platformdirs
@@ -58,8 +59,9 @@ def _configure() -> tuple[Path | None, str]:
         if "numba" in sys.modules:      # imported before pqforge: its configuration is read
             sys.modules["numba"].config.CACHE_DIR = str(directory)
     elif source == "none":
-        warnings.warn("pqforge: no writable cache directory (the package directory, the user's cache "
-                      "directory and NUMBA_CACHE_DIR are not writable); kernels are compiled again in "
+        where = ("NUMBA_CACHE_DIR is not writable" if os.environ.get("NUMBA_CACHE_DIR") else
+                 "neither the package directory nor the user's cache directory is writable")
+        warnings.warn(f"pqforge: no writable cache directory ({where}); kernels are compiled again in "
                       "every process", RuntimeWarning, stacklevel=3)
     return directory, source
 

@@ -895,11 +895,10 @@ def sign_attempt(V, r, P1, L, t, f_tail, x):
 @nb.njit(**_JIT)
 def evaluate_public_sized(S, P, limbs, nibbles, f_tail, y):
     """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S (y is
-    overwritten), P of
-    W = 4 * len(limbs) words a vector, bitsliced or, with ``nibbles`` non-empty, in the
-    byte-encoding form of ``ExpandedPublicKey.nibbles``. Both are part of the compiled type, so
-    one verification compiles the bucket kernel for its own size and form only (compiling all
-    eight takes most of a minute). Public data only (verification)."""
+    overwritten), P of W = 4 * len(limbs) words a vector, bitsliced or, with ``nibbles``
+    non-empty, in the byte-encoding form of ``ExpandedPublicKey.nibbles``. Both are part of the
+    compiled type, so one verification compiles the bucket kernel for its own size and form
+    only (all eight took most of a minute). Public data only (verification)."""
     k = S.shape[0]
     W = P.shape[1]
     m = y.shape[0]

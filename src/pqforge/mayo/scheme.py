@@ -24,7 +24,7 @@ from .params import MayoParams
 NO_FULL_RANK = ("the secret key is malformed: signing found no full-rank system in 256 attempts "
                 "(for a key made by MAYO key generation the chance is below 2^-256)")
 
-COMPILE_SECONDS = {"keygen": 5, "secret-key expansion": 2, "sign": 30, "verify": 20, "verify (bit planes)": 20}
+COMPILE_SECONDS = {"keygen": 6, "secret-key expansion": 2, "sign": 25, "verify": 12, "verify (bit planes)": 12}
 """Rough first-compile time of each path on a 2-core x86-64 machine, for the notice."""
 
 
