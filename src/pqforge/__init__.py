@@ -6,6 +6,7 @@
     sk.public_key().verify(sig, b"data")     # None, or raises pqforge.InvalidSignature
 """
 
+from . import _compile_cache  # noqa: F401  (first: the numba cache directory, before any kernel)
 from .errors import (BackendUnavailable, DeviceOutOfMemory, InvalidInput, InvalidKey, InvalidSignature, InvalidType,
                      PQForgeError, UnknownAlgorithm)
 

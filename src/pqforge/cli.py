@@ -37,19 +37,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _progress_bar(total: int, label: str) -> Callable[[int], None]:
-    """A minimal stderr progress bar; silent when stderr is not a terminal, except the final line."""
-    tty = sys.stderr.isatty()
-
-    def update(done: int) -> None:
-        if tty or done == total:
-            width = 30
-            filled = width * done // max(total, 1)
-            sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
-            if done == total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-    return update
+def _progress_bar(total: int, label: str) -> Any:
+    """A progress bar on stderr (tqdm): call ``update(n)`` for n more steps and ``close()``."""
+    from tqdm import tqdm
+    return tqdm(total=total, desc=label, file=sys.stderr, dynamic_ncols=True)
 
 
 def _read_input(path: str) -> bytes:
@@ -224,10 +215,10 @@ def cmd_kat(args: argparse.Namespace) -> int:
     count = args.count if args.count is not None else official["all_count"]
     bar = _progress_bar(count, f"{alg.name} KAT")
     entries = []
-    bar(0)
     for entry in kat.kat_entries(alg, count):
         entries.append(entry)
-        bar(len(entries))
+        bar.update(1)
+    bar.close()
     text = kat.entries_text(entries)
     if outputs:
         # the official signature files open with "# MAYO_2"-style headers; KEM files have none
@@ -259,14 +250,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 0
     if args.startup:
         from .bench import startup
-        for name in args.alg or ["MAYO-2"]:
-            res = startup.measure(algorithms.get(name).name)
+        for name in args.alg or algorithms.names():
+            alg = algorithms.get(name)
+            ops = "keygen+sign+verify" if alg.kind == "signature" else "keygen+encap+decap"
+            res = startup.measure(alg.name)
             if args.json:
-                print(json.dumps({"alg": name, **res}))
+                print(json.dumps({"alg": alg.name, **res}))
             else:
                 for label, r in res.items():
-                    print(f"{name} {label} start: import {r['import_s'] * 1000:.0f} ms, "
-                          f"first keygen+sign+verify {r['first_ops_s'] * 1000:.0f} ms")
+                    print(f"{alg.name} {label}: import {r['import_s'] * 1000:.0f} ms, to the first keygen "
+                          f"{r['one_op_s'] * 1000:.0f} ms, first {ops} {r['first_ops_s'] * 1000:.0f} ms", flush=True)
         return 0
     algs = [algorithms.get(a) for a in args.alg] if args.alg else [algorithms.get(n) for n in algorithms.names()
                                                                     if n.startswith("MAYO")]
@@ -282,13 +275,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_precompile(args: argparse.Namespace) -> int:
-    """Compile (and cache) every kernel by running each algorithm once, e.g. in a container build."""
-    import time
-    for name in args.alg or algorithms.names():
-        alg = algorithms.get(name)
-        t0 = time.perf_counter()
+    """Compile (and cache) the kernels of every algorithm, or of those named, by running each
+    of its paths once (e.g. in a container build)."""
+    algs = [algorithms.get(name) for name in (args.alg or algorithms.names())]
+    bar = _progress_bar(len(algs), "compiling")
+    for alg in algs:
+        bar.set_postfix_str(alg.name)
         alg.warm_up()
-        print(f"{alg.name}: ready ({time.perf_counter() - t0:.1f} s)")
+        bar.update(1)
+    bar.close()
+    from ._compile_cache import CACHE_DIR
+    print(f"compiled {len(algs)} algorithm{'s' * (len(algs) > 1)}; cache: {CACHE_DIR or 'none (not writable)'}")
     return 0
 
 
@@ -353,14 +350,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seconds", type=positive_float, default=0.5, help="minimum measuring time per operation")
     s.add_argument("--steps", action="store_true", help="MAYO: time each step of expansion, signing and verification")
     s.add_argument("--startup", action="store_true",
-                   help="measure import and first-call time of a cold (empty numba cache) and a warm start")
+                   help="import and first-operation time of a cold (empty numba cache) and a warm start, "
+                        "each in a new process (default: every algorithm)")
     s.set_defaults(func=cmd_bench)
 
     s = sub.add_parser("precompile", help="compile and cache all kernels now (first use is otherwise slow)")
     s.add_argument("--alg", action="append", type=algorithm_name, help="algorithm (repeatable; default: all)")
     s.set_defaults(func=cmd_precompile)
 
-    for module in ("pqforge.ct.cli", "pqforge.bench.batch"):  # command groups in their own modules
+    for module in ("pqforge.ct.cli", "pqforge.bench.batch_cli"):  # command groups in their own modules
         try:
             importlib.import_module(module).add_parser(sub)
         except ModuleNotFoundError as exc:

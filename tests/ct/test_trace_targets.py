@@ -31,8 +31,9 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     from pqforge.mayo import kernels as mk
     covered = {t.func for t in KERNELS}
     public_only = {getattr(mk, n) for n in ("fill_upper", "packed_row_starts", "place_rows",
-                                            "evaluate_public", "public_pairs", "public_pairs_nibbles",
-                                            "_public_pairs_any", "_public_pairs", "_drain_buckets",
+                                            "evaluate_public", "evaluate_public_sized", "_evaluate_any_size",
+                                            "public_pairs", "public_pairs_nibbles", "_public_pairs_any",
+                                            "_public_pairs_checked", "_public_pairs", "_drain_buckets",
                                             "_times_x", "_nibbles_times_x", "_aligned_zeros", "slots_to_bitsliced")
                    if hasattr(mk, n)}  # public data and sizes
     inner = {getattr(mk, n) for n in ("_entry", "_lowest_bit", "_gt_bit", "_bit_masks", "bitslice_into",

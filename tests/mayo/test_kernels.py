@@ -283,6 +283,13 @@ def test_quadratic_pairs_and_public_evaluation():
             y = np.zeros(m, np.uint8)
             fn(S, P, encoded_form, np.array(tail, np.int64), y)
             assert np.array_equal(y, y_ref)
+    for fn in (mk.evaluate_public_sized, pure(mk.evaluate_public_sized)):   # size and form as types
+        for P, nibbles in ((Pn, (0,)), (Pp, ())):
+            y = np.ones(m, np.uint8)                                          # overwritten
+            fn(S, P, (0,), nibbles, np.array(tail, np.int64), y)
+            assert np.array_equal(y, y_ref)
+    with pytest.raises(ValueError, match="4 \\* len\\(limbs\\) words"):   # P's size is checked against limbs
+        mk.evaluate_public_sized(S, Pp, (0, 0), (), np.array(tail, np.int64), np.zeros(m, np.uint8))
 
 
 @pytest.mark.parametrize("limbs", [1, 2, 3, 4])

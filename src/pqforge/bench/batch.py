@@ -18,7 +18,6 @@ rate of the simplest vectorised XOR loop.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -26,14 +25,13 @@ import time
 import numba as nb
 import numpy as np
 
-from ..errors import UnknownAlgorithm
-from ..files import Output, check_outputs, write_outputs
 from . import machine
+from .._compile_cache import JIT_CACHE
 
 
 # -- the machine's rate for word operations ------------------------------------------------------
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=JIT_CACHE, nogil=True)
 def _masked_xor_loop(acc, row, masks, reps):
     for _ in range(reps):
         for t in range(masks.shape[0]):
@@ -42,7 +40,7 @@ def _masked_xor_loop(acc, row, masks, reps):
                 acc[q] ^= mk & row[q]        # 2 word operations per element
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=JIT_CACHE, nogil=True)
 def _scalar_op_loop(a, reps):
     s = np.int64(0)
     for r in range(reps):
@@ -259,44 +257,8 @@ def table(res: dict) -> str:
     return "\n".join(lines)
 
 
-def _mayo_name(name: str) -> str:
-    from ..mayo import get
-    try:
-        return get(name).name
-    except UnknownAlgorithm as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_arguments(s) -> None:
-    from ..cli import positive_float, positive_int
-    s.add_argument("--alg", action="append", type=_mayo_name, help="MAYO parameter set (repeatable; default: all four)")
-    s.add_argument("--batch", type=positive_int, default=512, help="same-key batch size")
-    s.add_argument("--distinct", type=positive_int, default=128, help="number of distinct keys")
-    s.add_argument("--threads", type=positive_int, help="threads for the parallel runs (default: all cores)")
-    s.add_argument("--seconds", type=positive_float, default=0.2, help="minimum measuring time per kernel")
-    s.add_argument("--no-kernels", action="store_true", help="skip the per-kernel model table")
-    s.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-
-
-def cmd(args) -> int:
-    outputs = [Output(args.json)] if args.json is not None else []
-    check_outputs(outputs, force=True)
-    res = run(args.alg, batch_size=args.batch, distinct=args.distinct, threads=args.threads, seconds=args.seconds,
-              progress=lambda s: print(f"  {s}", file=sys.stderr), kernels_too=not args.no_kernels)
-    print(table(res))
-    if args.json:
-        write_outputs(outputs, [json.dumps(res, indent=1).encode()], force=True)
-    return 0
-
-
-def add_parser(sub) -> None:
-    """The ``bench-batch`` subcommand for the pqforge command line."""
-    s = sub.add_parser("bench-batch", help="throughput of batched signing and verification")
-    add_arguments(s)
-    s.set_defaults(func=cmd)
-
-
 def main(argv=None) -> int:
+    from .batch_cli import add_arguments, cmd
     p = argparse.ArgumentParser(prog="python -m pqforge.bench.batch", description=__doc__.splitlines()[0])
     add_arguments(p)
     return cmd(p.parse_args(argv))

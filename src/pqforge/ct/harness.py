@@ -287,16 +287,9 @@ def decide(camp: Campaign) -> None:
 
 
 def progress_bar(total: int, label: str) -> Callable[[int], None]:
-    """Adapts the command line's progress bar (which takes a running count) to increments."""
+    """The command line's progress bar, as a function taking increments."""
     from ..cli import _progress_bar
-    bar = _progress_bar(total, label)
-    state = [0]
-    bar(0)
-
-    def step(k: int) -> None:
-        state[0] += k
-        bar(state[0])
-    return step
+    return _progress_bar(total, label).update
 
 
 def expected_calls(measurements: int, repeats: int) -> int:

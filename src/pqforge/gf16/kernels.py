@@ -17,7 +17,9 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, overload
 
-_INLINE = dict(cache=True, nogil=True, inline="always")
+from .._compile_cache import JIT_CACHE
+
+_INLINE = dict(cache=JIT_CACHE, nogil=True, inline="always")
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -93,7 +95,7 @@ def _xor_block_compiled(dst, d, src, s, limbs):
     return impl
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=JIT_CACHE, nogil=True)
 def compress_nibble_bits(x):
     """Bits 0, 4, 8, ..., 60 of x gathered into bits 0..15 (shift-and-mask, no tables)."""
     x &= np.uint64(0x1111111111111111)
@@ -180,7 +182,7 @@ def mul_add_scalar_from(acc, a, s, limbs, first):
         acc[3 * limbs + w] ^= (m0 & b3) ^ (m1 & b2) ^ (m2 & b1) ^ (m3 & (b0 ^ b3))
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=JIT_CACHE, nogil=True)
 def bitslice_stream(words, length, out):
     """A stream of nibble-packed vectors -> bitsliced words.
 

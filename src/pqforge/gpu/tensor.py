@@ -35,6 +35,7 @@ import numpy as np
 
 from ..gf16 import unbitslice
 from ..mayo import kernels, scheme
+from .._compile_cache import JIT_CACHE
 
 
 def x_powers_bits(elements, xp):
@@ -344,7 +345,7 @@ def sign_chunk(p, esk, prepared: PreparedSecretKey, messages, randomness, thread
     return _SignChunk(p, esk, prepared, messages, randomness, threads).start().result()
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=JIT_CACHE)
 def _finish_chunk(Mw, Uw, T, R, V, O, f_tail, n, S, ok):
     """Per element: the whip (y = t - sum z^ell u, and A), SampleSolution and s = (v + O x, x).
 

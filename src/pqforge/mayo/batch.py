@@ -58,6 +58,7 @@ from ..gf16.kernels import stream_words
 from ..symmetric import aes128_ctr_into, shake256
 from . import api, kernels, scheme
 from .params import MayoParams
+from .._compile_cache import JIT_CACHE
 
 BACKENDS = ("auto", "cpu", "cuda")
 PATHS = ("bitsliced", "tensor")
@@ -252,7 +253,7 @@ def _run_chunks(fn, size: int, threads: int, most: int | None = None):
 
 # -- compiled chunk loops (nogil) ----------------------------------------------------------------
 
-@nb.njit(nogil=True, cache=True, inline="always")
+@nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
 def _verdict(s, P, encoded, f_tail, t, y) -> bool:
     """P*(s) == t, with y as scratch. Public data only: the verdict is public."""
     y[:] = 0
@@ -263,7 +264,7 @@ def _verdict(s, P, encoded, f_tail, t, y) -> bool:
     return same
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=JIT_CACHE)
 def _verify_chunk(P, encoded, S, T, f_tail, out):
     """out[b] = (P*(S[b]) == T[b]) for signature vectors S (B, k, n) and targets T (B, m); P
     bitsliced or, with ``encoded``, in its byte encoding (see ``kernels.evaluate_public``).
@@ -275,7 +276,7 @@ def _verify_chunk(P, encoded, S, T, f_tail, out):
         out[b] = _verdict(S[b], P, encoded, f_tail, T[b], y)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=JIT_CACHE)
 def _verify_fresh_keys(P12, P3, to_p12, to_p3, first, S, T, f_tail, slots, slot_bytes, out):
     """Elements under keys that only a few of them share: for each key q, its P assembled from
     the encodings P12[q] (P1 || P2) and P3[q] (rows of m/2 bytes) into ``slots``, the one reused
@@ -293,7 +294,7 @@ def _verify_fresh_keys(P12, P3, to_p12, to_p3, first, S, T, f_tail, slots, slot_
             out[b] = _verdict(S[b], slots, True, f_tail, T[b], y)
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=JIT_CACHE)
 def _sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
     """One signing attempt per element: S[b] = s for vinegar V[b] (k, v), r = R[b], target T[b].
 
@@ -310,7 +311,7 @@ def _sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
         kernels.assemble_signature(V[b], O, x, n, S[b])
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=JIT_CACHE)
 def _sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok):
     """Elements under compact keys that only a few of them share: for each key q, P1 and L
     expanded from its keystream of P1 || P2 and its oil matrix O[q] into one buffer reused
@@ -331,7 +332,7 @@ def _sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok):
         _sign_chunk(O[q], P1, L, V[a:b], R[a:b], T[a:b], f_tail, n, S[a:b], ok[a:b])
 
 
-@nb.njit(nogil=True, cache=True)
+@nb.njit(nogil=True, cache=JIT_CACHE)
 def _public_keys_chunk(streams, O, m, out):
     """out[q] = the encoded P3 of key q from its keystream of P1 || P2 and its oil matrix
     (``kernels.public_key_from_stream``). Secret: O and all derived from it. Runs without the GIL.

@@ -13,8 +13,9 @@ import numpy as np
 
 from ..gf16.kernels import (bit_mask, bitslice_stream, gf16_inv, gf16_mul, mul_add_scalar,
                            mul_add_scalar_from, nonzero_bit, nonzero_mask, xor_block)
+from .._compile_cache import JIT_CACHE
 
-_JIT = dict(cache=True, nogil=True)  # nogil: batches run kernels on several threads
+_JIT = dict(cache=JIT_CACHE, nogil=True)  # nogil: batches run kernels on several threads
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -801,23 +802,33 @@ def _public_pairs(X, P, U, limbs, nibbles):
 
 
 @nb.njit(**_JIT)
-def _public_pairs_any(X, P, U, nibbles):
-    """public_pairs (nibbles empty) or public_pairs_nibbles (nibbles non-empty)."""
+def _public_pairs_checked(X, P, U, limbs, nibbles):
+    """``_public_pairs`` after checking the shapes: its bucket XORs are not bounds-checked (and
+    elements are taken mod 16)."""
     k, size = X.shape
     W = P.shape[1]
-    # the bucket XORs are not bounds-checked, so the shapes are (and elements are taken mod 16)
+    if W != 4 * len(limbs):
+        raise ValueError("public_pairs: P's m-vectors must have 4 * len(limbs) words")
     if P.shape[0] != size * (size + 1) // 2 or not P.flags.c_contiguous:
         raise ValueError("public_pairs: P must be a contiguous packed upper-triangular (size(size+1)/2, W) array")
     if U.shape[0] != k or U.shape[1] != k or U.shape[2] != W or not U.flags.c_contiguous:
         raise ValueError("public_pairs: U must be a contiguous (k, k, W) array")
+    _public_pairs(X, P, U, limbs, nibbles)
+
+
+@nb.njit(**_JIT)
+def _public_pairs_any(X, P, U, nibbles):
+    """public_pairs (nibbles empty) or public_pairs_nibbles (nibbles non-empty), at any vector
+    size: compiles ``_public_pairs`` for all four sizes (see ``evaluate_public_sized``)."""
+    W = P.shape[1]
     if W == 4:
-        _public_pairs(X, P, U, (0,), nibbles)
+        _public_pairs_checked(X, P, U, (0,), nibbles)
     elif W == 8:
-        _public_pairs(X, P, U, (0, 0), nibbles)
+        _public_pairs_checked(X, P, U, (0, 0), nibbles)
     elif W == 12:
-        _public_pairs(X, P, U, (0, 0, 0), nibbles)
+        _public_pairs_checked(X, P, U, (0, 0, 0), nibbles)
     elif W == 16:
-        _public_pairs(X, P, U, (0, 0, 0, 0), nibbles)
+        _public_pairs_checked(X, P, U, (0, 0, 0, 0), nibbles)
     else:
         raise ValueError("public_pairs: m-vectors of more than 256 elements")
 
@@ -852,7 +863,7 @@ def slots_to_bitsliced(slots, out):
     bitslice_stream(stream, 16 * W, out)
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)     # one compiled level fewer: each level re-optimises its callees
 def whip_and_solve(U, M, t, r, f_tail, x):
     """The whipped system A x = t - sum_ell z^ell u of the pair products U (k, k, W) and
     M (k, o, W), solved by SampleSolution with randomness r: writes x (k*o elements) and
@@ -882,18 +893,47 @@ def sign_attempt(V, r, P1, L, t, f_tail, x):
 
 
 @nb.njit(**_JIT)
-def evaluate_public(S, P, encoded, f_tail, y):
-    """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S.
-    P is bitsliced, or with ``encoded`` true in the byte-encoding form of
-    ``ExpandedPublicKey.nibbles``. Public data only (verification)."""
+def evaluate_public_sized(S, P, limbs, nibbles, f_tail, y):
+    """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S (y is
+    overwritten), P of W = 4 * len(limbs) words a vector, bitsliced or, with ``nibbles``
+    non-empty, in the byte-encoding form of ``ExpandedPublicKey.nibbles``. Both are part of the
+    compiled type, so one verification compiles the bucket kernel for its own size and form
+    only (all eight took most of a minute). Public data only (verification)."""
     k = S.shape[0]
     W = P.shape[1]
     m = y.shape[0]
     U = np.zeros((k, k, W), np.uint64)
-    if encoded:
-        Un = np.zeros((k, k, W), np.uint64)
-        public_pairs_nibbles(S, P, Un)
-        slots_to_bitsliced(Un.reshape(k * k, W), U.reshape(k * k, W))
+    _public_pairs_checked(S, P, U, limbs, nibbles)
+    if len(nibbles):                # the pairs are in the encoding too: to bit planes for the whip
+        Ub = np.empty((k, k, W), np.uint64)
+        slots_to_bitsliced(U.reshape(k * k, W), Ub.reshape(k * k, W))
+        U = Ub
+    yb = np.zeros(W, np.uint64)     # whip_bitsliced, not whip: one compiled level fewer
+    whip_bitsliced(U, np.zeros((k, 0, W), np.uint64), m, f_tail, yb, np.zeros((W, 0), np.uint64))
+    unbitslice_into(yb, m, y)
+
+
+@nb.njit(**_JIT)
+def _evaluate_any_size(S, P, nibbles, f_tail, y):
+    W = P.shape[1]
+    if W == 4:
+        evaluate_public_sized(S, P, (0,), nibbles, f_tail, y)
+    elif W == 8:
+        evaluate_public_sized(S, P, (0, 0), nibbles, f_tail, y)
+    elif W == 12:
+        evaluate_public_sized(S, P, (0, 0, 0), nibbles, f_tail, y)
+    elif W == 16:
+        evaluate_public_sized(S, P, (0, 0, 0, 0), nibbles, f_tail, y)
     else:
-        public_pairs(S, P, U)
-    whip(U, np.zeros((k, 0, W), np.uint64), m, f_tail, y, np.zeros((m, 0), np.uint8))
+        raise ValueError("evaluate_public: m-vectors of more than 256 elements")
+
+
+@nb.njit(**_JIT)
+def evaluate_public(S, P, encoded, f_tail, y):
+    """``evaluate_public_sized`` with the vector size and the form (``encoded``) chosen at run
+    time, for compiled loops that serve every parameter set (it compiles all eight variants).
+    Public data only."""
+    if encoded:
+        _evaluate_any_size(S, P, (0,), f_tail, y)
+    else:
+        _evaluate_any_size(S, P, (), f_tail, y)

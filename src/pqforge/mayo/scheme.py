@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
+from .._compile_cache import Operation, compiling
 from ..errors import InvalidKey
 from ..gf16 import decode_nibbles, encode_nibbles, unbitslice
 from ..gf16.kernels import bitslice_nibble_rows, stream_words
@@ -22,6 +24,17 @@ from .params import MayoParams
 
 NO_FULL_RANK = ("the secret key is malformed: signing found no full-rank system in 256 attempts "
                 "(for a key made by MAYO key generation the chance is below 2^-256)")
+
+COMPILE_SECONDS = {"keygen": 6, "secret-key expansion": 2, "sign": 25, "verify": 12, "verify (bit planes)": 12}
+"""Rough first-compile time of each path on a 2-core x86-64 machine, for the notice."""
+
+
+def _compiling(path: str) -> Callable[[Operation], Operation]:
+    """The first-compile notice for ``path``: its kernels serve every parameter set, except
+    verification's, which are compiled per vector size (``kernels.evaluate_public_sized``)."""
+    sized = path.startswith("verify")
+    return compiling(path, COMPILE_SECONDS[path],
+                     lambda p: f"mayo {path}" + (f" {p.limbs} limbs" if sized else ""))
 
 
 # -- decoding and encoding at the byte boundary --------------------------------------------------
@@ -119,6 +132,7 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
     return public_key_from_seed(params, seed_sk), seed_sk
 
 
+@_compiling("keygen")
 def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     seed_pk, o_bytes = _seed_expansion(params, seed_sk)
@@ -138,6 +152,7 @@ def public_stream(params: MayoParams, seed_pk: bytes, out: np.ndarray | None = N
     return out
 
 
+@_compiling("secret-key expansion")
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     seed_pk, o_bytes = _seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
@@ -210,6 +225,7 @@ def _target(params: MayoParams, digest: bytes, salt: bytes) -> np.ndarray:
     return decode_nibbles(shake256(digest + salt, params.m_bytes), params.m).copy()
 
 
+@_compiling("sign")
 def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     """The signature encode(s) || salt of ``msg`` (the specification's MAYO.Sign)."""
     k, o, v = params.k, params.o, params.v
@@ -242,5 +258,17 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
     t = _target(params, shake256(msg, params.digest_bytes), salt)
     y = np.zeros(m, np.uint8)
     P, encoded = epk.for_verification()
-    kernels.evaluate_public(s, P, encoded, np.array(params.f_tail, np.int64), y)   # P*(s)
+    (_evaluate_encoded if encoded else _evaluate_bitsliced)(params, s, P, y)
     return bool(np.array_equal(y, t))
+
+
+# P*(s), compiled for the parameter set's vector size and the key's form only
+
+@_compiling("verify")
+def _evaluate_encoded(params: MayoParams, s, P, y) -> None:
+    kernels.evaluate_public_sized(s, P, (0,) * params.limbs, (0,), np.array(params.f_tail, np.int64), y)
+
+
+@_compiling("verify (bit planes)")
+def _evaluate_bitsliced(params: MayoParams, s, P, y) -> None:
+    kernels.evaluate_public_sized(s, P, (0,) * params.limbs, (), np.array(params.f_tail, np.int64), y)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._compile_cache import JIT_CACHE
 
-@njit(cache=True, inline="always")
+
+@njit(cache=JIT_CACHE, inline="always")
 def _exchange(a, i, l, desc):
     # a[i], a[l] = sorted pair, reversed when desc = -1; min/max lower to selects, not branches
     x = a[i]
@@ -24,7 +26,7 @@ def _exchange(a, i, l, desc):
     a[l] = hi ^ d
 
 
-@njit(cache=True, inline="always")
+@njit(cache=JIT_CACHE, inline="always")
 def _exchange_halves(lo_half, hi_half, desc):
     # _exchange on every pair (lo_half[i], hi_half[i])
     for i in range(lo_half.shape[0]):
@@ -37,7 +39,7 @@ def _exchange_halves(lo_half, hi_half, desc):
         hi_half[i] = hi ^ d
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def sort_network(a):
     """Sort an int64 array whose length is a power of two, in place (bitonic network).
 
@@ -76,13 +78,13 @@ def sort_network(a):
         lk += 1
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _set_bit(out, pos, bit):
     # out bit pos ^= bit: the position is public, the bit may be secret
     out[pos >> 3] ^= np.uint8(bit << (pos & 7))
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _layer_step(out, pos, step, pi, w, n, q):
     """Outer layers of one sub-network for permutation pi of size n = 2^w (pi secret).
 
@@ -170,7 +172,7 @@ def _layer_step(out, pos, step, pi, w, n, q):
         q[j + half] = (A[2 * j + 1] & 0xFFFF) >> 1
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _bitrev_bits(x, bits):
     # bit reversal by a fixed loop (applied to public positions and indices)
     r = 0
@@ -179,7 +181,7 @@ def _bitrev_bits(x, bits):
     return r
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def control_bits(pi, m):
     """Control bits ((2m - 1) 2^(m-4) bytes) of the Benes network realising pi (secret).
 
@@ -204,7 +206,7 @@ def control_bits(pi, m):
     return out
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _spread32(c, s):
     # place 32 control bits at the 64 positions whose bit s is clear
     x = c & 0xFFFFFFFF
@@ -221,7 +223,7 @@ def _spread32(c, s):
     return x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=JIT_CACHE, inline="always")
 def _swap_masked(x, y, masks):
     # swap the bits of x[i] and y[i] selected by masks[i] (disjoint views, so it vectorises)
     for i in range(x.shape[0]):
@@ -230,7 +232,7 @@ def _swap_masked(x, y, masks):
         y[i] ^= d
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def apply_benes(planes, cond, m, inverse=False):
     """Apply the network given by control bits ``cond`` (int64 words, secret) to every bitsliced
     plane of ``planes`` (m', 2^m / 64), in place; ``inverse`` runs the layers backwards, which
@@ -268,7 +270,7 @@ def apply_benes(planes, cond, m, inverse=False):
                     planes[k, wi] = p ^ d ^ (d << sh)
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def bitrev_planes(m):
     """The public sequence bitrev(0), bitrev(1), ..., bitrev(2^m - 1), bitsliced (m, 2^m / 64)."""
     N = 1 << m
@@ -280,7 +282,7 @@ def bitrev_planes(m):
     return planes
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def support_from_control_bits(cond, m, n, base):
     """Bitsliced support L_0..L_{n-1} (m, ceil(n/64)): the network applied to ``base`` =
     bitrev_planes(m); elements from n on are cleared. cond is secret.

@@ -10,9 +10,10 @@ from numba import njit
 
 from .fft import eval_at_support, support_power_sums
 from .gf import berlekamp_massey, vec_inv, vec_mul
+from .._compile_cache import JIT_CACHE
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _popcount64(x):
     # bit count by fixed folds (x may be secret)
     x = x - ((x >> 1) & 0x5555555555555555)
@@ -21,7 +22,7 @@ def _popcount64(x):
     return ((x * 0x0101010101010101) >> 56) & 0xFF
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub, sy_powers, sy_Uw, sy_Ub):
     """The hash input b | v | C of decapsulation: b = 1 and v = e when C decodes to an error
     vector e of weight t with syndrome C, else b = 0 and v = s (implicit rejection).

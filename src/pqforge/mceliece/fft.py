@@ -22,9 +22,10 @@ from numba import njit
 
 from .benes import apply_benes
 from .gf import _parity64, gf_inv, gf_mul, gf_reduce_all, vec_from_scalars, vec_mul
+from .._compile_cache import JIT_CACHE
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _mul_elementwise(x, y, m, fpoly):
     # [x_i * y_i]: x secret, y public powers; masked shifts, one reduction pass
     out = np.zeros(x.shape[0], dtype=np.int64)
@@ -35,7 +36,7 @@ def _mul_elementwise(x, y, m, fpoly):
     return out
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def fft_coefficients(f, powers, K, m, fpoly):
     """The constants left after log2 K levels of scaling and Taylor expansion of f (secret):
     entry p is the polynomial whose evaluations fill block p of the output. powers[d] holds the
@@ -70,7 +71,7 @@ def fft_coefficients(f, powers, K, m, fpoly):
     return c
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def fft_evaluate(consts, Uw, Ub, m):
     """Combine the block constants (secret) upward into f(bitrev(x)) for all x < 2^m, bitsliced
     (m, 2^m / 64). Uw[d] / Ub[d] hold the public u values of level d, laid out like the halves
@@ -176,7 +177,7 @@ def fft_size(degree: int) -> int:
     return K
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def eval_at_support(coeffs, cond, powers, Uw, Ub, m, fpoly, n):
     """Bitsliced values f(L_0) .. f(L_{n-1}) (m, ceil(n/64)) of f (secret coefficients, degree
     below powers.shape[1]) at the support given by the control bits cond (secret): all field
@@ -192,7 +193,7 @@ def eval_at_support(coeffs, cond, powers, Uw, Ub, m, fpoly, n):
     return out
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     """The transpose of fft_coefficients followed by fft_evaluate: from values v (bitsliced,
     entry x belonging to the point bitrev(x); overwritten) to the power sums
@@ -270,7 +271,7 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     return c
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def support_power_sums(v, cond, powers, Uw, Ub, m, fpoly):
     """sum_i v_i L_i^j for j < powers.shape[1]: v bitsliced in support order (m, W), with L the
     support of the control bits cond. Both are secret: the values go back through the network

@@ -14,8 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._compile_cache import JIT_CACHE
 
-@njit(cache=True)
+
+@njit(cache=JIT_CACHE)
 def gf_mul(a, b, m, fpoly):
     """a * b in GF(2^m) modulo the field polynomial ``fpoly`` (bits, with z^m). a, b may be secret."""
     r = 0
@@ -26,7 +28,7 @@ def gf_mul(a, b, m, fpoly):
     return r
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def gf_inv(a, m, fpoly):
     """a^(2^m - 2): the inverse of a (0 maps to 0). a may be secret; the chain is fixed."""
     x = a
@@ -35,13 +37,13 @@ def gf_inv(a, m, fpoly):
     return gf_mul(x, x, m, fpoly)
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _nonzero_mask(x):
     # -1 if x != 0 else 0, for 0 <= x < 2^62, without a branch
     return ~((x - 1) >> 63)
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def gf_reduce_all(x, m, fpoly):
     """Reduce every unreduced carry-less product in x (below 2^(2m-1)) modulo fpoly, in place.
 
@@ -53,7 +55,7 @@ def gf_reduce_all(x, m, fpoly):
             x[c] ^= red & -((x[c] >> i) & 1)
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def gf_scale(src, a, m, fpoly):
     """[a * x for x in src]: one secret scalar times a vector of (secret) field elements."""
     out = np.zeros(src.shape[0], dtype=np.int64)
@@ -65,7 +67,7 @@ def gf_scale(src, a, m, fpoly):
     return out
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def gf_dot(x, y, m, fpoly):
     """sum_i x[i] * y[i] over GF(2^m) (equal lengths; values may be secret): carry-less products
     summed first, one reduction at the end."""
@@ -81,7 +83,7 @@ def gf_dot(x, y, m, fpoly):
     return total
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def poly_mulmod(a, b, m, fpoly, taps, const_z):
     """a * b in GF(2^m)[y]/F(y), F(y) = y^t + sum_{tap} y^tap (the y^0 term times z when const_z).
 
@@ -109,7 +111,7 @@ def poly_mulmod(a, b, m, fpoly, taps, const_z):
     return prod[:t].copy()
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def genpoly(f, m, fpoly, taps, const_z):
     """The minimal polynomial of f in GF(2^m)[y]/F(y): (1, g_0..g_{t-1}) with g monic of degree t,
     or (0, zeros) when its degree is below t (key generation then retries).
@@ -144,7 +146,7 @@ def genpoly(f, m, fpoly, taps, const_z):
     return 1, g
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def gf_lincomb(x, a, y, b, m, fpoly):
     """[a * x_i + b * y_i]: two scalars times two vectors (all may be secret), one reduction."""
     out = np.zeros(x.shape[0], dtype=np.int64)
@@ -157,7 +159,7 @@ def gf_lincomb(x, a, y, b, m, fpoly):
     return out
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def berlekamp_massey(s, t, m, fpoly):
     """An error locator from the 2t syndromes s (secret), reversed: out[i] = C[t - i], so the
     roots of out are the support elements at error positions.
@@ -200,7 +202,7 @@ def berlekamp_massey(s, t, m, fpoly):
 
 # --- bitsliced vectors ---------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def vec_mul(out, a, b, m, taps):
     """out = a * b elementwise for bitsliced vectors (m, W); out may alias a or b.
 
@@ -221,7 +223,7 @@ def vec_mul(out, a, b, m, taps):
             out[i, w] = prod[i, w]
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def vec_times_z_table(L, m, taps):
     """T[l] = L * z^l for l < m (bitsliced; L secret): multiplying by L is then a sum of the T[l]
     selected by the bits of the other factor, with no reduction left to do."""
@@ -241,7 +243,7 @@ def vec_times_z_table(L, m, taps):
     return T
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def vec_mul_table(out, x, T):
     """out = x * L for T = vec_times_z_table(L); out must not alias x. Inputs may be secret.
 
@@ -265,7 +267,7 @@ def vec_mul_table(out, x, T):
         l += 1
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def vec_add_scalar(a, c, m):
     """a += c for a scalar c in every element (c may be secret: mask per plane)."""
     W = a.shape[1]
@@ -275,7 +277,7 @@ def vec_add_scalar(a, c, m):
             a[k, w] ^= mask
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def vec_eval(coeffs, L, m, taps):
     """Bitsliced values of the polynomial sum coeffs[i] x^i at every element of L (Horner).
 
@@ -284,7 +286,7 @@ def vec_eval(coeffs, L, m, taps):
     return vec_eval_table(coeffs, vec_times_z_table(L, m, taps), m)
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def vec_eval_table(coeffs, T, m):
     """vec_eval with the table of L (see vec_times_z_table) already built; coeffs and T secret."""
     W = T.shape[2]
@@ -299,7 +301,7 @@ def vec_eval_table(coeffs, T, m):
     return acc
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def vec_square(out, a, m, taps):
     """out = a^2 elementwise (a secret; out may alias a). Squaring is GF(2)-linear: bit k moves
     to z^(2k), reduced by z^m = sum z^tap, so it costs shifts of whole planes only."""
@@ -317,7 +319,7 @@ def vec_square(out, a, m, taps):
             out[k, w] = prod[k, w]
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def vec_inv(a, m, taps):
     """Elementwise a^(2^m - 2) of a bitsliced vector (secret), by a fixed addition chain on the
     exponents 2^j - 1 (Itoh-Tsujii): a^(2^(i+j) - 1) = (a^(2^i - 1))^(2^j) a^(2^j - 1)."""
@@ -345,7 +347,7 @@ def vec_inv(a, m, taps):
     return out
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _parity64(x):
     # parity of a 64-bit word by fixed folds (x may be secret)
     x ^= x >> 32
@@ -357,7 +359,7 @@ def _parity64(x):
     return x & 1
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def vec_from_scalars(vals, m, W):
     """Bitslice a list of field elements (secret values, public length) into (m, W) planes."""
     out = np.zeros((m, W), dtype=np.int64)
@@ -367,7 +369,7 @@ def vec_from_scalars(vals, m, W):
     return out
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def vec_to_scalars(planes, count):
     """Inverse of vec_from_scalars for the first ``count`` elements (values may be secret)."""
     m = planes.shape[0]

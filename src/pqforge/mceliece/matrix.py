@@ -10,9 +10,10 @@ import numpy as np
 from numba import njit
 
 from .gf import vec_eval_table, vec_inv, vec_mul_table, vec_times_z_table
+from .._compile_cache import JIT_CACHE
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def parity_check_matrix(g, L, t, m, n, taps):
     """The mt x n binary parity-check matrix: rows i m .. i m + m - 1 are the bit planes of
     L_j^i / g(L_j). g (monic, t + 1 coefficients) and L (bitsliced) are secret; the work is fixed.
@@ -34,7 +35,7 @@ def parity_check_matrix(g, L, t, m, n, taps):
     return mat
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def eliminate_rows(mat, r0, r1, wend):
     """Reduce pivot rows r0..r1-1 to the identity in columns r0..r1-1 (Gauss-Jordan over all rows),
     on the column words below ``wend`` (mat.shape[1] for the whole matrix).
@@ -61,14 +62,14 @@ def eliminate_rows(mat, r0, r1, wend):
     return 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=JIT_CACHE, inline="always")
 def _add_masked(dst, src, mask):
     # dst ^= src & mask on two distinct rows (disjoint views, so the loop vectorises)
     for c in range(dst.shape[0]):
         dst[c] ^= src[c] & mask
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _get64(mat, i, c0):
     # the 64 bits of row i from column c0 on (public position, secret bits)
     wa = c0 >> 6
@@ -79,7 +80,7 @@ def _get64(mat, i, c0):
     return low | (mat[i, wa + 1] << (64 - o))
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _put64(mat, i, c0, v):
     # store 64 bits into row i from column c0 on (public position, secret bits)
     wa = c0 >> 6
@@ -92,13 +93,13 @@ def _put64(mat, i, c0, v):
     mat[i, wa + 1] = (mat[i, wa + 1] & ~lowmask) | ((v >> (64 - o)) & lowmask)
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _eq_mask(a, b):
     # -1 when a == b else 0, for small non-negative ints, without a branch
     return ((a ^ b) - 1) >> 63
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def _ctz64(x):
     # trailing zeros of x != 0 with a fixed loop
     seen = 0
@@ -110,7 +111,7 @@ def _ctz64(x):
     return r
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def move_pivot_columns(mat, pi, mt):
     """Semi-systematic step of the 'f' sets, at row mt - 32 of a partly reduced matrix.
 
@@ -157,7 +158,7 @@ def move_pivot_columns(mat, pi, mt):
     return 1, pivots
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def pack_public_key(mat, mt, n, row_bytes, out):
     """Write columns mt..n-1 of each row into ``out`` (uint8, mt * row_bytes), bits LSB first.
 
@@ -176,7 +177,7 @@ def pack_public_key(mat, mt, n, row_bytes, out):
             out[i * row_bytes + j] = v
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def fixed_weight_indices(buf, n, t, m):
     """FixedWeight's candidate from random bytes: 2-byte little-endian words masked to m bits;
     when n < 2^m, the first t words below n. Returns (ok, indices); ok = 0 asks for fresh bytes
@@ -201,7 +202,7 @@ def fixed_weight_indices(buf, n, t, m):
     return (1 if same == 0 else 0), ind
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def weight_vector(ind, nbytes):
     """The n-bit vector (bytes) with ones at the secret positions ``ind``; every 64-bit word is
     built from every index with masks, so no index steers memory access.
@@ -217,7 +218,7 @@ def weight_vector(ind, nbytes):
     return words.view(np.uint8)[:nbytes].copy()
 
 
-@njit(cache=True)
+@njit(cache=JIT_CACHE)
 def syndrome_from_public_key(pk, pk64, e, mt, row_bytes):
     """H e for H = [I | T] with T the packed public key (uint8 view, no copy; pk64 = its whole
     8-byte words as int64, also a view); e (bytes) secret.

@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import sys
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 
+from .._compile_cache import Operation, compiling
 from ..errors import InvalidInput, InvalidKey, require_bytes
 from ..symmetric import shake256
 from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
@@ -26,6 +28,15 @@ from .matrix import (eliminate_rows, fixed_weight_indices, move_pivot_columns, p
 from .params import Params
 
 _ALL_PIVOTS = 0xFFFFFFFF     # c for the plain sets: the first mt columns are the pivots
+
+COMPILE_SECONDS = {"keygen": 20, "public key": 20, "encapsulation": 2, "decapsulation": 20}
+"""Rough first-compile time of each path on a 2-core x86-64 machine, for the notice."""
+
+
+def _compiling(path: str) -> Callable[[Operation], Operation]:
+    """The first-compile notice for ``path``, whose kernels serve every parameter set."""
+    return compiling(path, COMPILE_SECONDS[path], lambda p: f"mceliece {path}")
+
 
 # byte strings are viewed as little-endian 64-bit words throughout
 if sys.byteorder != "little":
@@ -101,6 +112,7 @@ def _systematic(p: Params, g: np.ndarray, perm: np.ndarray):
     return _pack(p, mat), pi, pivots
 
 
+@_compiling("keygen")
 def keypair(p: Params, rng=None) -> tuple[bytes, bytes]:
     """(public key, private key) bytes. Draws the 32-byte seed delta from rng; retries with the
     next seed from SHAKE256 whenever g or the matrix is rejected, as specified."""
@@ -167,6 +179,7 @@ def _sk_parts(p: Params, sk: bytes):
     return g, cond, s
 
 
+@_compiling("public key")
 def public_key_from_private(p: Params, sk: bytes) -> bytes:
     """Recompute T from g and the support the control bits encode (the moved pivots of the
     'f' sets are already in the support order)."""
@@ -193,6 +206,7 @@ def fixed_weight(p: Params, rng) -> np.ndarray:
             return ind
 
 
+@_compiling("encapsulation")
 def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
     """(ciphertext, shared secret) for public key pk."""
     pk = check_public_key(p, pk)
@@ -204,6 +218,7 @@ def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
 
 # -- decapsulation --------------------------------------------------------------------------
 
+@_compiling("decapsulation")
 def decapsulate(p: Params, sk, ct) -> bytes:
     """Shared secret for ciphertext ct; a ciphertext that does not decode gives SHAKE256(0 | s | C)."""
     sk = check_private_key(p, sk)

@@ -1,0 +1,141 @@
+"""Where numba keeps the compiled kernels, and the one-line notice before a first compile.
+
+Chosen when ``pqforge`` is imported, before any kernel module is decorated (and before numba
+reads its configuration, when numba is not imported yet):
+
+1. ``NUMBA_CACHE_DIR``, when set, wins (not writable: as 4.);
+2. else beside the sources (numba's default), when the package directory is writable;
+3. else the user's cache directory (``platformdirs.user_cache_dir("pqforge")``, on Linux
+   ``$XDG_CACHE_HOME/pqforge`` or ``~/.cache/pqforge``), for read-only installations;
+4. else nowhere: every kernel is compiled in every process (``JIT_CACHE`` false), with one
+   warning.
+
+Compiling takes seconds, so the first operation of each kind (algorithm, path) announces it on
+stderr unless a marker in the cache directory says that this version of the kernels has
+already been compiled there. The marker is written after the operation succeeded.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Any, Callable, TypeVar, cast
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _writable(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+        return True
+    except OSError:
+        return False
+
+
+def _choose() -> tuple[Path | None, str]:
+    """(directory of the cache, or None; how it was chosen)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        chosen = Path(os.environ["NUMBA_CACHE_DIR"])
+        return (chosen, "NUMBA_CACHE_DIR") if _writable(chosen) else (None, "none")
+    if _writable(PACKAGE_DIR / "__pycache__"):
+        return PACKAGE_DIR / "__pycache__", "package"
+    import platformdirs
+    user = Path(platformdirs.user_cache_dir("pqforge"))
+    if _writable(user):
+        return user, "user"
+    return None, "none"
+
+
+def _configure() -> tuple[Path | None, str]:
+    directory, source = _choose()
+    if source == "user":
+        os.environ["NUMBA_CACHE_DIR"] = str(directory)
+        if "numba" in sys.modules:      # imported before pqforge: its configuration is read
+            sys.modules["numba"].config.CACHE_DIR = str(directory)
+    elif source == "none":
+        where = ("NUMBA_CACHE_DIR is not writable" if os.environ.get("NUMBA_CACHE_DIR") else
+                 "neither the package directory nor the user's cache directory is writable")
+        warnings.warn(f"pqforge: no writable cache directory ({where}); kernels are compiled again in "
+                      "every process", RuntimeWarning, stacklevel=3)
+    return directory, source
+
+
+CACHE_DIR, CACHE_SOURCE = _configure()
+JIT_CACHE = CACHE_DIR is not None
+"""The ``cache=`` argument of every ``numba.njit`` in pqforge."""
+
+
+# -- the notice before a first compile ------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _kernels_stamp() -> str:
+    """Identifies the compiled code: pqforge's sources and numba's version."""
+    import numba
+    newest = max(p.stat().st_mtime_ns for p in PACKAGE_DIR.rglob("*.py"))
+    return f"numba {numba.__version__}, sources {newest}\n"
+
+
+def _marker(key: str) -> Path | None:
+    return None if CACHE_DIR is None else CACHE_DIR / "pqforge-compiled" / re.sub(r"[^A-Za-z0-9]+", "-", key)
+
+
+def is_compiled(key: str) -> bool:
+    """Whether the kernels of ``key`` (e.g. "mayo-sign") are in the cache, as far as its marker says."""
+    marker = _marker(key)
+    try:
+        return marker is not None and marker.read_text() == _kernels_stamp()
+    except OSError:
+        return False
+
+
+def mark_compiled(key: str) -> None:
+    marker = _marker(key)
+    if marker is None:
+        return
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(_kernels_stamp())
+    except OSError:     # the cache works without markers; only the notice comes again
+        pass
+
+
+_seen: set[str] = set()
+_lock = threading.RLock()     # reentrant: a first call may make the first call of another path
+
+
+Operation = TypeVar("Operation", bound=Callable[..., Any])
+
+
+def compiling(path: str, seconds: float, kernels: Callable[[Any], str]) -> Callable[[Operation], Operation]:
+    """Decorator for an operation ``fn(params, ...)`` whose first call in a process may compile
+    the kernels of ``path``: that call prints "pqforge: compiling MAYO-2 sign kernels for this
+    CPU, once, about N s" on stderr unless the marker ``kernels(params)`` says the cache holds
+    them, and writes that marker when it returns. The marker names what was compiled: kernels
+    shared by every parameter set of a scheme have one marker, kernels specialised per size one
+    each. Later calls pay one set lookup."""
+    def wrap(fn: Operation) -> Operation:
+        @functools.wraps(fn)
+        def call(params: Any, *args: Any, **kwargs: Any) -> Any:
+            key = kernels(params)
+            if key in _seen:
+                return fn(params, *args, **kwargs)
+            with _lock:     # one notice, and one compile, when threads start together
+                if key not in _seen:
+                    if not is_compiled(key):
+                        once = "once" if JIT_CACHE else "uncached"
+                        print(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
+                              f"about {seconds:.0f} s", file=sys.stderr, flush=True)
+                    result = fn(params, *args, **kwargs)
+                    mark_compiled(key)
+                    _seen.add(key)
+                    return result
+            return fn(params, *args, **kwargs)
+        return cast(Operation, call)
+    return wrap

@@ -1,0 +1,132 @@
+"""First use: where compiled kernels go (read-only installations included), the notice before a
+first compile, and ``pqforge precompile --alg``. Every case runs fresh interpreters."""
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pqforge
+
+PACKAGE = Path(pqforge.__file__).resolve().parent
+NOTICE = "pqforge: compiling"
+NO_CACHE_WARNING = "no writable cache directory"
+
+ROUND_TRIP = (
+    "import pqforge\n"
+    "from pqforge.mayo import MAYO2\n"
+    "sk = MAYO2.generate_private_key()\n"
+    "sig = sk.sign(b'read-only')\n"
+    "sk.public_key().verify(sig, b'read-only')\n"
+    "print(pqforge.__file__)\n"
+)
+
+
+def _unprivileged() -> list[str]:
+    """A command prefix under which file permissions apply: none needed for a normal user; as
+    root, root without the capabilities that override them (setpriv), since the interpreter
+    may sit where another user cannot run it."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: read-only directories would not be read-only")
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+def python(code: str, env: dict, prefix=(), timeout: int = 900) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "HOME")}
+    proc = subprocess.run([*prefix, sys.executable, "-c", code], env={**base, **env}, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _read_only_copy(root: Path) -> Path:
+    """pqforge copied (without compiled caches) to root/site, every directory and file made read-only."""
+    site = root / "site"
+    shutil.copytree(PACKAGE, site / "pqforge", ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    for path in [site, *site.rglob("*")]:
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    return site
+
+
+def _path_with(site: Path) -> str:
+    """PYTHONPATH: the copy first, then this interpreter's path without the original package."""
+    rest = [p for p in sys.path if p and Path(p).resolve() != PACKAGE.parent]
+    return os.pathsep.join([str(site), *rest])
+
+
+def _files(root: Path) -> set:
+    return {p.relative_to(root) for p in root.rglob("*")}
+
+
+@pytest.fixture()
+def read_only_install(tmp_path):
+    site = _read_only_copy(tmp_path)
+    (tmp_path / "locked").mkdir(mode=0o555)        # a home and cache location nobody may write
+    yield tmp_path, site
+    for path in [tmp_path, *tmp_path.rglob("*")]:   # let pytest clean up
+        if path.is_dir():
+            path.chmod(stat.S_IRWXU)
+
+
+def test_read_only_install_with_nothing_writable_runs_uncached_with_one_warning(read_only_install):
+    root, site = read_only_install
+    prefix = _unprivileged()
+    before = _files(root)
+    env = {"PYTHONPATH": _path_with(site), "HOME": str(root / "locked" / "home"),
+           "XDG_CACHE_HOME": str(root / "locked" / "cache")}
+    proc = python(ROUND_TRIP, env, prefix)
+    assert proc.stdout.strip() == str(site / "pqforge" / "__init__.py")
+    assert proc.stderr.count(NO_CACHE_WARNING) == 1, proc.stderr
+    assert "kernels for this CPU, uncached" in proc.stderr
+    assert _files(root) == before          # nothing written anywhere
+
+
+def test_read_only_install_caches_in_the_user_cache_directory(read_only_install):
+    root, site = read_only_install
+    prefix = _unprivileged()
+    cache = root / "user-cache"
+    cache.mkdir()
+    env = {"PYTHONPATH": _path_with(site), "HOME": str(root / "locked" / "home"), "XDG_CACHE_HOME": str(cache)}
+    first = python(ROUND_TRIP, env, prefix)
+    assert NO_CACHE_WARNING not in first.stderr
+    assert "pqforge: compiling MAYO-2 sign kernels for this CPU, once" in first.stderr
+    compiled = list((cache / "pqforge").rglob("*.nbi"))
+    assert compiled, sorted(_files(cache))
+    assert not list(site.rglob("__pycache__"))
+    second = python(ROUND_TRIP, env, prefix)     # every later process: from the cache, silently
+    assert NOTICE not in second.stderr and NO_CACHE_WARNING not in second.stderr, second.stderr
+    assert sorted((cache / "pqforge").rglob("*.nbi")) == sorted(compiled)   # nothing compiled again
+
+
+def test_precompile_alg_compiles_only_that_algorithm_and_later_calls_are_silent(tmp_path):
+    env = {"NUMBA_CACHE_DIR": str(tmp_path)}
+    kem = "Classic-McEliece-348864"
+    base = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    proc = subprocess.run([sys.executable, "-m", "pqforge.cli", "precompile", "--alg", kem],
+                          env={**base, **env}, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    markers = sorted(p.name for p in (tmp_path / "pqforge-compiled").iterdir())
+    assert markers and all(m.startswith("mceliece") for m in markers), markers
+    assert list(tmp_path.glob("mceliece_*/*.nbi"))
+    assert not list(tmp_path.glob("mayo_*/*.nbi"))     # no MAYO kernel was compiled
+    silent = python("from pqforge.mceliece import McEliece348864 as A\n"
+                    "sk = A.generate_private_key()\n"
+                    "ct, ss = sk.public_key().encapsulate()\n"
+                    "assert sk.decapsulate(ct) == ss\n", env)
+    assert NOTICE not in silent.stderr, silent.stderr
+    first = python("from pqforge.mayo import MAYO2\nMAYO2.generate_private_key()\n", env)
+    assert first.stderr.count(NOTICE) == 1 and "MAYO-2 keygen" in first.stderr, first.stderr
+
+
+def test_cli_help_does_not_import_numba():
+    code = ("import sys\n"
+            "from pqforge.cli import build_parser\n"
+            "build_parser().format_help()\n"
+            "assert 'numba' not in sys.modules, 'numba imported'\n")
+    python(code, {})
