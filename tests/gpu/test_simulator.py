@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 
 def test_device_kernels_under_the_cuda_simulator(kat_root):
     if importlib.util.find_spec("numba.cuda") is None:
-        pytest.skip("numba-cuda is not installed (pip install -e ".[gpu-sim]")")
+        pytest.skip('numba-cuda is not installed (pip install -e ".[gpu-sim]")')
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PQFORGE_DEVICE_TESTS="sim", PQFORGE_KAT_DIR=str(kat_root))
     env.setdefault("PQFORGE_GPU_KATS", "1")
     src = str(HERE.parent.parent / "src")
