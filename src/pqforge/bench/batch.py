@@ -124,11 +124,11 @@ def op_counts(p) -> dict:
 
 def _kernel_calls(p, sk, msg):
     """Zero-argument callables running each CPU kernel once on real inputs (one instance)."""
-    from ..mayo import batch, kernels
+    from ..mayo import batch_data, kernels
     esk = sk.expanded()
     epk = sk.public_key().expanded()
     sig = sk.sign(msg)
-    S = batch.signature_vectors(p, [sig])[0]
+    S = batch_data.signature_vectors(p, [sig])[0]
     f_tail = np.array(p.f_tail, np.int64)
     W = p.words
     U = np.zeros((p.k, p.k, W), np.uint64)
@@ -186,9 +186,10 @@ def _throughput(fn, count, repeats=3):
 
 def run(alg_names=None, batch_size=512, distinct=128, threads=None, seconds=0.2, progress=None,
         kernels_too=True) -> dict:
-    from ..mayo import ALGORITHMS, batch
+    from ..engine.pool import cpu_threads
+    from ..mayo import ALGORITHMS
     from ..mayo import verify_many as verify_distinct, sign_many as sign_distinct
-    threads = threads or batch.cpu_threads()
+    threads = threads or cpu_threads()
     algs = [ALGORITHMS[a] for a in (alg_names or ALGORITHMS)]
     rates = {"word": word_op_rate(seconds), "scalar": scalar_op_rate(seconds)}
     out = {"machine": machine(), "threads": threads, "batch": batch_size, "distinct": distinct,

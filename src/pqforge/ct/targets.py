@@ -1,4 +1,4 @@
-"""The package's own constant-time targets, registered on import.
+"""The package's own constant-time targets (``registry`` registers them on first use).
 
 Kernel targets call one compiled kernel on buffers prepared at the parameter set's real sizes;
 their secret arguments are those the kernel's docstring names (``pqforge.gf16.kernels``,
@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from .registry import Target, register
+from .target import Target
 
 MAYO_ALGS = ("MAYO-2", "MAYO-1", "MAYO-3", "MAYO-5")
 """MAYO-2 first: the default parameter set of a MAYO target."""
@@ -467,7 +467,9 @@ def _mceliece_targets():
     ]
 
 
-def _register_all():
+def builtin_targets() -> list[Target]:
+    """Every target of the scheme packages that exist."""
+    found = []
     groups = (("pqforge.mayo", lambda: _gf16_targets() + _mayo_kernel_targets() + _mayo_operation_targets()),
               ("pqforge.mceliece", _mceliece_targets))
     for package, make in groups:
@@ -477,8 +479,5 @@ def _register_all():
             if exc.name != package:
                 raise
             continue
-        for t in make():
-            register(t, replace=True)
-
-
-_register_all()
+        found += make()
+    return found

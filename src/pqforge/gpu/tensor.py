@@ -34,7 +34,8 @@ import numba as nb
 import numpy as np
 
 from ..gf16 import unbitslice
-from ..mayo import kernels, scheme
+from ..engine import pool
+from ..mayo import batch_data, kernels, scheme
 
 
 def x_powers_bits(elements, xp):
@@ -303,7 +304,6 @@ def verify_batch(p, prepared: PreparedPublicKey, messages, sigs, chunk: int | No
     ``DEVICE_HASH_MIN`` signatures on; the signatures are decoded where the GEMMs run, and the
     verdicts come back once, so the chunks queue on the device without waiting for each other.
     """
-    from ..mayo import batch
     xp = prepared.xp
     count = len(sigs)
     if count == 0:
@@ -311,7 +311,7 @@ def verify_batch(p, prepared: PreparedPublicKey, messages, sigs, chunk: int | No
     chunk = chunk or default_chunk(p, xp, prepared.dtype)
     raw = np.frombuffer(b"".join(sigs), np.uint8).reshape(count, p.sig_bytes)
     if xp is np or count < DEVICE_HASH_MIN:
-        T = xp.asarray(batch.targets(p, messages, [s[p.sig_bytes - p.salt_bytes:] for s in sigs]))
+        T = xp.asarray(batch_data.targets(p, messages, [s[p.sig_bytes - p.salt_bytes:] for s in sigs]))
     else:
         T = nibbles(xp.asarray(_targets_on_device(p, messages, raw[:, p.sig_bytes - p.salt_bytes:])), p.m, xp)
     body = xp.asarray(np.ascontiguousarray(raw[:, :(p.k * p.n + 1) // 2]))
@@ -363,30 +363,27 @@ class _SignChunk:
     thread pool by ``start()``, the signatures collected by ``result()``."""
 
     def __init__(self, p, esk, prepared: PreparedSecretKey, messages, randomness, threads=None):
-        from ..mayo import batch
         self.p, self.esk, self.messages, self.randomness = p, esk, messages, randomness
-        self.threads = batch.check_threads(threads)
-        self.salts, self.T, self.V, self.R = batch._signing_inputs(p, messages, randomness,
-                                                                   [esk.seed_sk] * len(messages))
+        self.threads = pool.check_threads(threads)
+        self.salts, self.T, self.V, self.R = batch_data.signing_inputs(p, messages, randomness,
+                                                                       [esk.seed_sk] * len(messages))
         self.Mw, self.Uw = prepared.words(self.V)
         self.S = np.zeros((len(messages), p.k * p.n), np.uint8)
         self.ok = np.zeros(len(messages), np.bool_)
 
     def start(self) -> "_SignChunk":
-        from ..mayo import batch
         f_tail = np.array(self.p.f_tail, np.int64)
         Mw, Uw, T, R, V, S, ok, O = self.Mw, self.Uw, self.T, self.R, self.V, self.S, self.ok, self.esk.O
 
         def work(lo, hi):
             _finish_chunk(Mw[lo:hi], Uw[lo:hi], T[lo:hi], R[lo:hi], V[lo:hi], O, f_tail, self.p.n, S[lo:hi], ok[lo:hi])
 
-        self.parts = batch.start_chunks(work, len(self.messages), self.threads)
+        self.parts = pool.start_chunks(work, len(self.messages), self.threads)
         return self
 
     def result(self) -> list[bytes]:
-        from ..mayo import batch
-        batch.finish_chunks(self.parts)
+        pool.finish_chunks(self.parts)
         out: list = [None] * len(self.messages)
-        batch._finish_signatures(self.p, range(len(self.messages)), self.S, self.ok, self.salts, self.messages,
-                                 self.randomness, out, lambda row: self.esk)
+        batch_data.finish_signatures(self.p, range(len(self.messages)), self.S, self.ok, self.salts,
+                                     self.messages, self.randomness, out, lambda row: self.esk)
         return out

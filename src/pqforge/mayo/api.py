@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from ..drbg import system_rng
+from ..engine.inputs import checked_rng
 from ..errors import InvalidInput, InvalidKey, InvalidSignature, InvalidType, UnknownAlgorithm, require_bytes
 from . import scheme
 from .params import ROUND2, MayoParams
@@ -31,21 +31,6 @@ def resolve(params) -> MayoParams:
             raise UnknownAlgorithm(f"unknown MAYO parameter set {params!r}; expected one of: "
                                    f"{', '.join(p.name for p in ROUND2)}") from None
     raise InvalidType(f"params must be a MAYO parameter set, algorithm or name, not {type(params).__name__}")
-
-
-def checked_rng(rng):
-    """An rng that fails loudly when the supplied callable does not return n bytes."""
-    source = system_rng if rng is None else rng
-    if not callable(source):
-        raise InvalidType(f"rng must be a callable n -> bytes, not {type(source).__name__}")
-
-    def draw(n: int) -> bytes:
-        out = source(n)
-        if not isinstance(out, (bytes, bytearray)) or len(out) != n:
-            raise InvalidInput(f"rng returned {type(out).__name__} of length "
-                               f"{len(out) if hasattr(out, '__len__') else '?'}; expected {n} bytes")
-        return bytes(out)
-    return draw
 
 
 def _check_key(p: MayoParams, key, what: str, compact: int, expanded: int) -> bytes:

@@ -59,8 +59,8 @@ class MayoPublicKey:
         length is False. See ``pqforge.mayo.batch`` for backends, threads and paths.
         """
         from . import batch
-        return batch.verify_many_one_key(self.algorithm.params, self.expanded, messages, signatures,
-                                         backend=backend, threads=threads, cpk=self._cpk, path=path, owner=self)
+        return batch.verify_many_one_key(self.algorithm.params, self, messages, signatures,
+                                         backend=backend, threads=threads, path=path)
 
 
 class MayoPrivateKey:
@@ -100,8 +100,8 @@ class MayoPrivateKey:
         The salt randomness of every message is drawn from ``rng`` up front, in list order.
         """
         from . import batch
-        return batch.sign_many_one_key(self.algorithm.params, self.expanded, messages, rng=rng,
-                                       backend=backend, threads=threads, csk=self._csk, path=path, owner=self)
+        return batch.sign_many_one_key(self.algorithm.params, self, messages, rng=rng,
+                                       backend=backend, threads=threads, path=path)
 
 
 class MayoAlgorithm:
