@@ -39,9 +39,10 @@ def _expanded_public(p, key) -> scheme.ExpandedPublicKey:
 def _verify_indices(p: MayoParams, key, messages, sigs, out, idx):
     """out[idx] = the verdicts of the well-formed signatures sigs[idx] under one key, given as
     ``ExpandedPublicKey.for_verification``'s (matrix, encoded)."""
-    S, T = batch_data.verification_inputs(p, messages, sigs, idx)
+    data, offsets, rows = batch_data.verification_arrays(p, messages, sigs, idx)
     res = np.zeros(len(idx), np.bool_)
-    batch_kernels.verify_chunk(key[0], key[1], S, T, np.array(p.f_tail, np.int64), res)
+    batch_kernels.verify_chunk(key[0], key[1], data, offsets, rows, np.array(p.f_tail, np.int64),
+                               p.k, p.n, p.m, p.digest_bytes, res)
     out[idx] = res
 
 
@@ -55,7 +56,7 @@ def _verify_one_key(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs
 def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
     """Elements under key byte strings that few elements share (``groups``: [(index, key)] per
     key). Per chunk of keys, the encodings of P1 || P2 (AES from a compact key, copied from an
-    expanded one) and the targets are made in Python, then one compiled loop assembles each key
+    expanded one) are made in Python, then one compiled loop assembles each key
     into a reused buffer and verifies its elements: no key object and no allocation per key."""
     p12, seed, mb = p.P1_bytes + p.P2_bytes, p.pk_seed_bytes, p.m_bytes
     to_p12, to_p3 = scheme._public_entry_places(p)
@@ -76,12 +77,13 @@ def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
                 P3[q] = np.frombuffer(key, np.uint8, offset=p12)
             idx += [i for i, _ in g]
             first.append(len(idx))
-        S, T = batch_data.verification_inputs(p, messages, sigs, idx)
+        data, offsets, rows = batch_data.verification_arrays(p, messages, sigs, idx)
         slots = np.zeros((p.n * (p.n + 1) // 2, p.words), np.uint64)
         res = np.zeros(len(idx), np.bool_)
         batch_kernels.verify_fresh_keys(flat[:len(part) * p12].reshape(len(part), -1, mb),
                                         P3.reshape(len(part), -1, mb), to_p12, to_p3, np.array(first, np.int64),
-                                        S, T, f_tail, slots, slots.view(np.uint8), res)
+                                        data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes,
+                                        slots, slots.view(np.uint8), res)
         out[idx] = res
 
     pool.run_chunks(work, len(groups), threads, _keys_per_chunk(p))

@@ -46,11 +46,16 @@ def signature_vectors(p: MayoParams, sigs) -> np.ndarray:
     return np.ascontiguousarray(nibbles_rows(raw, p.k * p.n).reshape(-1, p.k, p.n))
 
 
-def verification_inputs(p: MayoParams, messages, sigs, idx):
-    """(S, T): the signature vectors and targets of the well-formed elements idx."""
-    chosen = [sigs[j] for j in idx]
-    salt_at = p.sig_bytes - p.salt_bytes
-    return signature_vectors(p, chosen), targets(p, [messages[j] for j in idx], [sig[salt_at:] for sig in chosen])
+def verification_arrays(p: MayoParams, messages, sigs, idx):
+    """(data, offsets, signatures) of the elements idx, as the compiled verification loops take
+    them: the messages joined (message b is data[offsets[b]:offsets[b+1]]) and the well-formed
+    signatures as rows of bytes."""
+    chosen = [messages[j] for j in idx]
+    offsets = np.zeros(len(chosen) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, chosen), np.int64, len(chosen)), out=offsets[1:])
+    data = np.frombuffer(b"".join(chosen) + b"\0", np.uint8)
+    rows = np.frombuffer(b"".join([sigs[j] for j in idx]), np.uint8).reshape(len(idx), p.sig_bytes)
+    return data, offsets, rows
 
 
 def signing_inputs(p: MayoParams, messages, randomness, seeds):

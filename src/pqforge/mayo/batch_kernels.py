@@ -2,7 +2,9 @@
 
 Each loop runs its chunk through the per-instance cores of ``kernels.py`` (``evaluate_public``,
 ``sign_attempt``, the key expansions); the threads of the engine's pool call them on separate
-cores. Hashing and byte handling stay in Python around them (``batch_data``).
+cores. Verification hashes its elements inside the loop (``pqforge.shake``), so a thread holds
+the GIL only to hand over the chunk's bytes; signing, whose hashes take the secret seed, hashes
+in Python around the loop (``batch_data``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .. import shake
 from . import kernels
 
 
@@ -24,34 +27,61 @@ def verdict(s, P, encoded, f_tail, t, y) -> bool:
     return same
 
 
+@nb.njit(nogil=True, cache=True, inline="always")
+def _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C):
+    """t and s of element b: t = Decode(SHAKE256(SHAKE256(M) || salt)) with M =
+    data[offsets[b]:offsets[b+1]] and the salt at the end of signature sigs[b]; s (k, n) decoded
+    from the signature's body. ``hashed`` holds digest || salt; A, B, C are Keccak scratch."""
+    k, n = s.shape
+    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
+    digest_bytes = hashed.shape[0] - salt_bytes
+    shake.shake256_into(data[offsets[b]:offsets[b + 1]], hashed[:digest_bytes], A, B, C)
+    hashed[digest_bytes:] = sigs[b, sigs.shape[1] - salt_bytes:]
+    shake.shake256_into(hashed, t_bytes, A, B, C)
+    for e in range(t.shape[0]):
+        t[e] = (t_bytes[e >> 1] >> (4 * (e & 1))) & 15
+    for e in range(k * n):
+        s[e // n, e % n] = (sigs[b, e >> 1] >> (4 * (e & 1))) & 15
+
+
 @nb.njit(nogil=True, cache=True)
-def verify_chunk(P, encoded, S, T, f_tail, out):
-    """out[b] = (P*(S[b]) == T[b]) for signature vectors S (B, k, n) and targets T (B, m); P
+def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out):
+    """out[b] = (P*(s_b) == t_b) for the message data[offsets[b]:offsets[b+1]] and the signature
+    sigs[b] (a row of signature bytes), hashed and decoded here (``_element_inputs``); P
     bitsliced or, with ``encoded``, in its byte encoding (see ``kernels.evaluate_public``).
 
     Public data only (verification). Runs without the GIL.
     """
-    y = np.zeros(T.shape[1], np.uint8)
-    for b in range(S.shape[0]):
-        out[b] = verdict(S[b], P, encoded, f_tail, T[b], y)
+    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
+    hashed, t_bytes = np.empty(digest_bytes + salt_bytes, np.uint8), np.empty((m + 1) // 2, np.uint8)
+    t, s, y = np.empty(m, np.uint8), np.empty((k, n), np.uint8), np.zeros(m, np.uint8)
+    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    for b in range(sigs.shape[0]):
+        _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
+        out[b] = verdict(s, P, encoded, f_tail, t, y)
 
 
 @nb.njit(nogil=True, cache=True)
-def verify_fresh_keys(P12, P3, to_p12, to_p3, first, S, T, f_tail, slots, slot_bytes, out):
+def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes,
+                      slots, slot_bytes, out):
     """Elements under keys that only a few of them share: for each key q, its P assembled from
     the encodings P12[q] (P1 || P2) and P3[q] (rows of m/2 bytes) into ``slots``, the one reused
     matrix in ``ExpandedPublicKey.nibbles`` form (``slot_bytes`` is its byte view; see
-    ``scheme._assemble_public``), then out[b] = (P*(S[b]) == T[b]) for b in first[q] ..
-    first[q+1]-1.
+    ``scheme._assemble_public``), then the verdict of each element b in first[q] .. first[q+1]-1
+    as in ``verify_chunk``.
 
     Public data only (verification). Runs without the GIL.
     """
-    y = np.zeros(T.shape[1], np.uint8)
+    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
+    hashed, t_bytes = np.empty(digest_bytes + salt_bytes, np.uint8), np.empty((m + 1) // 2, np.uint8)
+    t, s, y = np.empty(m, np.uint8), np.empty((k, n), np.uint8), np.zeros(m, np.uint8)
+    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
     for q in range(P12.shape[0]):
         kernels.place_rows(slot_bytes, to_p12, P12[q])
         kernels.place_rows(slot_bytes, to_p3, P3[q])
         for b in range(first[q], first[q + 1]):
-            out[b] = verdict(S[b], slots, True, f_tail, T[b], y)
+            _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
+            out[b] = verdict(s, slots, True, f_tail, t, y)
 
 
 @nb.njit(nogil=True, cache=True)
