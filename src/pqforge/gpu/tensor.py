@@ -365,8 +365,7 @@ class _SignChunk:
     def __init__(self, p, esk, prepared: PreparedSecretKey, messages, randomness, threads=None):
         self.p, self.esk, self.messages, self.randomness = p, esk, messages, randomness
         self.threads = pool.check_threads(threads)
-        self.salts, self.T, self.V, self.R = batch_data.signing_inputs(p, messages, randomness,
-                                                                       [esk.seed_sk] * len(messages))
+        self.salts, self.T, self.V, self.R = batch_data.signing_inputs(p, messages, randomness, [esk.seed_sk])
         self.Mw, self.Uw = prepared.words(self.V)
         self.S = np.zeros((len(messages), p.k * p.n), np.uint8)
         self.ok = np.zeros(len(messages), np.bool_)

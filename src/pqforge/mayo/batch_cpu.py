@@ -102,7 +102,7 @@ def _sign_one_key(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, random
     def work(lo, hi):
         idx = index[lo:hi]
         salts, T, V, R = batch_data.signing_inputs(p, [messages[j] for j in idx], [randomness[j] for j in idx],
-                                                   [esk.seed_sk] * len(idx))
+                                                   [esk.seed_sk])
         S = np.zeros((len(idx), p.k * p.n), np.uint8)
         ok = np.zeros(len(idx), np.bool_)
         batch_kernels.sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok)
@@ -113,25 +113,27 @@ def _sign_one_key(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, random
 
 def _sign_fresh_keys(p: MayoParams, groups, messages, randomness, out, threads):
     """Elements under compact secret keys that few elements share (``groups``: [(index, seed)]
-    per key). Per chunk of keys the hashing and the keystreams are done in Python, then one
-    compiled loop (``batch_kernels.sign_fresh_keys``) expands each key and signs its elements:
+    per key). Per chunk of keys the seed expansion and the keystreams are done in Python and the
+    elements hashed in compiled code (``batch_data.signing_inputs``), then one compiled loop (``batch_kernels.sign_fresh_keys``) expands each key and signs its elements:
     one GIL-free stretch per chunk instead of several per key."""
     f_tail = np.array(p.f_tail, np.int64)
 
     def work(lo, hi):
         part = groups[lo:hi]
-        _, streams, O = batch_data.seed_streams(p, [g[0][1] for g in part])
-        idx, seeds, first = [], [], [0]
-        for g in part:
+        seeds = [g[0][1] for g in part]
+        _, streams, O = batch_data.seed_streams(p, seeds)
+        idx, first, key_of = [], [0], []
+        for q, g in enumerate(part):
             idx += [i for i, _ in g]
-            seeds += [g[0][1]] * len(g)
+            key_of += [q] * len(g)
             first.append(len(idx))
-        salts, T, V, R = batch_data.signing_inputs(p, [messages[j] for j in idx], [randomness[j] for j in idx], seeds)
+        salts, T, V, R = batch_data.signing_inputs(p, [messages[j] for j in idx], [randomness[j] for j in idx],
+                                                   seeds, first)
         S = np.zeros((len(idx), p.k * p.n), np.uint8)
         ok = np.zeros(len(idx), np.bool_)
         batch_kernels.sign_fresh_keys(streams, O, np.array(first, np.int64), V, R, T, f_tail, p.n, p.m, S, ok)
         batch_data.finish_signatures(p, idx, S, ok, salts, messages, randomness, out,
-                                     lambda row: scheme.expand_sk(p, seeds[row]))
+                                     lambda row: scheme.expand_sk(p, seeds[key_of[row]]))
 
     pool.run_chunks(work, len(groups), threads, _keys_per_chunk(p))
 

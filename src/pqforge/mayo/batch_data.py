@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import InvalidKey
 from ..gf16.kernels import stream_words
 from ..symmetric import shake256
-from . import scheme
+from . import batch_kernels, scheme
 from .params import MayoParams
 
 
@@ -50,28 +50,33 @@ def verification_arrays(p: MayoParams, messages, sigs, idx):
     """(data, offsets, signatures) of the elements idx, as the compiled verification loops take
     them: the messages joined (message b is data[offsets[b]:offsets[b+1]]) and the well-formed
     signatures as rows of bytes."""
-    chosen = [messages[j] for j in idx]
-    offsets = np.zeros(len(chosen) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, chosen), np.int64, len(chosen)), out=offsets[1:])
-    data = np.frombuffer(b"".join(chosen) + b"\0", np.uint8)
+    data, offsets = joined([messages[j] for j in idx])
     rows = np.frombuffer(b"".join([sigs[j] for j in idx]), np.uint8).reshape(len(idx), p.sig_bytes)
     return data, offsets, rows
 
 
-def signing_inputs(p: MayoParams, messages, randomness, seeds):
-    """Per element (message, salt randomness, seed_sk of its key): the salt, t, the vinegar
-    vectors V (k, v) and r of the first attempt, as the specification hashes them.
-    Returns (salts, T, V, R)."""
-    k, o, v = p.k, p.o, p.v
-    vr_len = k * p.v_bytes + p.r_bytes
-    digests = [shake256(msg, p.digest_bytes) for msg in messages]
-    salts = [shake256(d + rand + seed, p.salt_bytes) for d, rand, seed in zip(digests, randomness, seeds)]
-    raw_t = b"".join(shake256(d + s, p.m_bytes) for d, s in zip(digests, salts))
-    T = np.ascontiguousarray(nibbles_rows(np.frombuffer(raw_t, np.uint8).reshape(-1, p.m_bytes), p.m))
-    raw_vr = np.frombuffer(b"".join(shake256(d + s + seed + b"\x00", vr_len)
-                                    for d, s, seed in zip(digests, salts, seeds)), np.uint8).reshape(-1, vr_len)
-    V = np.ascontiguousarray(nibbles_rows(raw_vr[:, :k * p.v_bytes].reshape(-1, p.v_bytes), v).reshape(-1, k, v))
-    R = np.ascontiguousarray(nibbles_rows(raw_vr[:, k * p.v_bytes:], k * o))
+def joined(messages):
+    """(data, offsets): the messages as one byte array, message b at data[offsets[b]:offsets[b+1]]."""
+    offsets = np.zeros(len(messages) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, messages), np.int64, len(messages)), out=offsets[1:])
+    return np.frombuffer(b"".join(messages) + b"\0", np.uint8), offsets
+
+
+def signing_inputs(p: MayoParams, messages, randomness, seeds, first=None):
+    """Per element (message, salt randomness): the salt, t, the vinegar vectors V (k, v) and r of
+    the first attempt, hashed as the specification does (``batch_kernels.signing_hashes``), under
+    the secret seed seeds[q] for the elements first[q] .. first[q+1]-1 (``first`` None: one seed
+    for all). Returns (salts (B, salt_bytes), T, V, R)."""
+    size = len(messages)
+    data, offsets = joined(messages)
+    rand = np.frombuffer(b"".join(randomness), np.uint8).reshape(size, p.salt_bytes)
+    seed_rows = np.frombuffer(b"".join(seeds), np.uint8).reshape(len(seeds), p.sk_seed_bytes)
+    key_of = np.zeros(size, np.int64) if first is None else np.repeat(np.arange(len(seeds)), np.diff(first))
+    salts = np.empty((size, p.salt_bytes), np.uint8)
+    T = np.empty((size, p.m), np.uint8)
+    V = np.empty((size, p.k, p.v), np.uint8)
+    R = np.empty((size, p.k * p.o), np.uint8)
+    batch_kernels.signing_hashes(data, offsets, rand, seed_rows, key_of, p.digest_bytes, salts, T, V, R)
     return salts, T, V, R
 
 
@@ -87,10 +92,10 @@ def finish_signatures(p: MayoParams, idx, S, ok, salts, messages, randomness, ou
     """out[j] = encoded s || salt for the elements j = idx[row] whose first attempt had full
     rank; the others (rare) go through ``scheme.sign`` with their expanded key ``esk_of(row)``,
     which retries as the specification does."""
-    packed = pack_rows(S)
+    signatures = np.concatenate([pack_rows(S), salts], axis=1)
     for row, j in enumerate(idx):
         if ok[row]:
-            out[j] = packed[row].tobytes() + salts[row]
+            out[j] = signatures[row].tobytes()
         else:
             try:
                 out[j] = scheme.sign(p, esk_of(row), messages[j], replay(randomness[j]))

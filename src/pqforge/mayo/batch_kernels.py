@@ -2,9 +2,9 @@
 
 Each loop runs its chunk through the per-instance cores of ``kernels.py`` (``evaluate_public``,
 ``sign_attempt``, the key expansions); the threads of the engine's pool call them on separate
-cores. Verification hashes its elements inside the loop (``pqforge.shake``), so a thread holds
-the GIL only to hand over the chunk's bytes; signing, whose hashes take the secret seed, hashes
-in Python around the loop (``batch_data``).
+cores. The elements are hashed in compiled code too (``pqforge.shake``; ``signing_hashes``,
+``_element_inputs``), so a thread holds the GIL only to hand over a chunk's bytes and collect
+its results (``batch_data``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .. import shake
+from ..shake import shake256_into
 from . import kernels
 
 
@@ -27,6 +27,44 @@ def verdict(s, P, encoded, f_tail, t, y) -> bool:
     return same
 
 
+@nb.njit(nogil=True, cache=True)
+def signing_hashes(data, offsets, rand, seeds, key_of, digest_bytes, salts, T, V, R):
+    """The hashes of signing, per element b under the secret seed seeds[key_of[b]], as the
+    specification computes them: digest = SHAKE256(M) with M = data[offsets[b]:offsets[b+1]],
+    salts[b] = SHAKE256(digest || rand[b] || seed), T[b] = Decode(SHAKE256(digest || salt)), and
+    the vinegar V[b] (k, v) and r = R[b] of the first attempt, decoded from
+    SHAKE256(digest || salt || seed || 0).
+
+    Secret: seeds, rand, V, R and the hash buffers; every length and index is a public size or
+    the element's (public) key number. Runs without the GIL.
+    """
+    k, v = V.shape[1], V.shape[2]
+    rand_bytes, seed_bytes, salt_bytes = rand.shape[1], seeds.shape[1], salts.shape[1]
+    v_bytes, d = (v + 1) // 2, digest_bytes
+    buf = np.zeros(d + max(rand_bytes, salt_bytes) + seed_bytes + 1, np.uint8)
+    t_bytes = np.zeros((T.shape[1] + 1) // 2, np.uint8)
+    vr = np.zeros(k * v_bytes + (R.shape[1] + 1) // 2, np.uint8)
+    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    for b in range(T.shape[0]):
+        seed = seeds[key_of[b]]
+        shake256_into(data[offsets[b]:offsets[b + 1]], buf[:d], A, B, C)
+        buf[d:d + rand_bytes] = rand[b]
+        buf[d + rand_bytes:d + rand_bytes + seed_bytes] = seed
+        shake256_into(buf[:d + rand_bytes + seed_bytes], salts[b], A, B, C)
+        buf[d:d + salt_bytes] = salts[b]
+        shake256_into(buf[:d + salt_bytes], t_bytes, A, B, C)
+        for e in range(T.shape[1]):
+            T[b, e] = (t_bytes[e >> 1] >> (4 * (e & 1))) & 15
+        buf[d + salt_bytes:d + salt_bytes + seed_bytes] = seed
+        buf[d + salt_bytes + seed_bytes] = 0
+        shake256_into(buf[:d + salt_bytes + seed_bytes + 1], vr, A, B, C)
+        for i in range(k):
+            for j in range(v):
+                V[b, i, j] = (vr[i * v_bytes + (j >> 1)] >> (4 * (j & 1))) & 15
+        for e in range(R.shape[1]):
+            R[b, e] = (vr[k * v_bytes + (e >> 1)] >> (4 * (e & 1))) & 15
+
+
 @nb.njit(nogil=True, cache=True, inline="always")
 def _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C):
     """t and s of element b: t = Decode(SHAKE256(SHAKE256(M) || salt)) with M =
@@ -35,9 +73,9 @@ def _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C):
     k, n = s.shape
     salt_bytes = sigs.shape[1] - (k * n + 1) // 2
     digest_bytes = hashed.shape[0] - salt_bytes
-    shake.shake256_into(data[offsets[b]:offsets[b + 1]], hashed[:digest_bytes], A, B, C)
+    shake256_into(data[offsets[b]:offsets[b + 1]], hashed[:digest_bytes], A, B, C)
     hashed[digest_bytes:] = sigs[b, sigs.shape[1] - salt_bytes:]
-    shake.shake256_into(hashed, t_bytes, A, B, C)
+    shake256_into(hashed, t_bytes, A, B, C)
     for e in range(t.shape[0]):
         t[e] = (t_bytes[e >> 1] >> (4 * (e & 1))) & 15
     for e in range(k * n):
