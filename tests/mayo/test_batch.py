@@ -442,3 +442,18 @@ def test_a_failing_chunk_stops_the_call_with_no_work_left_running():
     finished = len(done)
     time.sleep(0.05)
     assert len(done) == finished < 63
+
+
+def test_without_the_driver_library_there_is_no_gpu_and_numba_cuda_stays_unimported():
+    """``backend="auto"`` asks for a GPU on every large batch; with no NVIDIA driver the answer
+    must come without importing numba-cuda (a cost of tenths of a second on the first call)."""
+    in_fresh_interpreter(
+        "import os, sys\n"
+        "os.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n"
+        "from pqforge import gpu, mayo\n"
+        "gpu.DRIVER_LIBRARY = 'libpqforge-no-such-driver.so'\n"
+        "from pqforge.engine import choose_backend\n"
+        "assert choose_backend('auto', 10 ** 6) == 'cpu'\n"
+        "sk = mayo.MAYO2.generate_private_key()\n"
+        "assert len(sk.sign_many([b'm'] * 300)) == 300\n"
+        "assert 'numba.cuda' not in sys.modules, 'numba.cuda was imported'\n")

@@ -8,6 +8,10 @@ Per parameter set it reports operations per second for
     (the scaling 1 -> N threads, with the process CPU time as a check of real parallelism);
   * distinct keys: generate_private_keys, sign_many and verify_many with a different compact key
     per element (each key expanded once inside the call);
+  * the public calls as users make them: ``sk.sign_many(messages)`` and
+    ``pk.verify_many(messages, signatures)`` with default arguments on new random 32-byte
+    messages each round, interleaved with the CPU backend called directly on the same inputs
+    (randomness drawn before), median of the rounds: the ratio is what the API costs;
 and per compiled kernel an operation-count model next to the measured time: the 64-bit word
 operations (AND/XOR/shift; for the element-wise kernels, scalar operations) the kernel's
 algorithm performs, divided by this machine's measured rate for such operations in a compiled
@@ -182,10 +186,47 @@ def _throughput(fn, count, repeats=3):
     return best, cpu_ratio
 
 
+def public_calls(alg, batch_size: int, rounds: int = 7, threads=None) -> dict:
+    """Signatures and verifications per second through the public calls (default arguments,
+    new random messages each round) and through the CPU backend directly on the same inputs,
+    interleaved round by round; medians, their ratio, and the CPU seconds per wall second."""
+    from ..engine.inputs import draw_randomness
+    from ..engine.pool import check_threads
+    from ..mayo.batch_cpu import CPU
+    p = alg.params
+    sk = alg.generate_private_key()
+    pk = sk.public_key()
+    th = check_threads(threads)
+    timings = {name: [] for name in ("sign public", "sign engine", "verify public", "verify engine")}
+
+    def timed(name, fn):
+        w, c = time.perf_counter(), time.process_time()
+        result = fn()
+        dw = time.perf_counter() - w
+        timings[name].append((batch_size / dw, (time.process_time() - c) / dw))
+        return result
+
+    for r in range(rounds + 1):                # round 0 warms up (compiles, expands the keys)
+        msgs = [os.urandom(32) for _ in range(batch_size)]
+        sigs = timed("sign public", lambda: sk.sign_many(msgs, threads=threads))
+        randomness, out = draw_randomness(None, batch_size, p.salt_bytes), [None] * batch_size
+        timed("sign engine", lambda: CPU.sign_one_key(p, sk, msgs, randomness, out, th))
+        timed("verify public", lambda: pk.verify_many(msgs, sigs, threads=threads))
+        good, verdicts = np.arange(batch_size), np.zeros(batch_size, np.bool_)
+        timed("verify engine", lambda: CPU.verify_one_key(p, pk, msgs, sigs, good, verdicts, th))
+        if r == 0:
+            timings = {name: [] for name in timings}
+    res = {name: {"per_s": float(np.median([v[0] for v in vals])), "cpu_per_wall": float(np.median([v[1] for v in vals]))}
+           for name, vals in timings.items()}
+    for op in ("sign", "verify"):
+        res[op + " ratio"] = res[op + " public"]["per_s"] / res[op + " engine"]["per_s"]
+    return res
+
+
 # -- the benchmark -------------------------------------------------------------------------------
 
 def run(alg_names=None, batch_size=512, distinct=128, threads=None, seconds=0.2, progress=None,
-        kernels_too=True) -> dict:
+        kernels_too=True, rounds=7) -> dict:
     from ..engine.pool import cpu_threads
     from ..mayo import ALGORITHMS
     from ..mayo import verify_many as verify_distinct, sign_many as sign_distinct
@@ -220,6 +261,8 @@ def run(alg_names=None, batch_size=512, distinct=128, threads=None, seconds=0.2,
         dv, _ = _throughput(lambda: verify_distinct(alg, cpks, d_msgs, d_sigs, backend="cpu", threads=threads),
                             distinct, 1)
         row["distinct_keys"] = {"keygen_per_s": kg, "sign_per_s": ds, "verify_per_s": dv}
+        say(f"{alg.name}: public calls against the CPU backend, {rounds} rounds")
+        row["public"] = public_calls(alg, batch_size, rounds, threads)
         if kernels_too:
             say(f"{alg.name}: kernels")
             counts = op_counts(p)
@@ -249,6 +292,16 @@ def table(res: dict) -> str:
                      f"(cpu x{many['verify_cpu_per_wall']:.2f}) | {one['sign_per_s']:,.0f} | {many['sign_per_s']:,.0f} "
                      f"(cpu x{many['sign_cpu_per_wall']:.2f}) | {d['keygen_per_s']:,.0f} | {d['sign_per_s']:,.0f} | "
                      f"{d['verify_per_s']:,.0f} |")
+    lines += ["", f"Public calls with default arguments (new messages each round) against the CPU backend called "
+              f"directly, interleaved, median of rounds, batch {res['batch']}:", "",
+              "| set | sign/s public | sign/s engine | ratio | verify/s public | verify/s engine | ratio |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in res["sets"]:
+        pc = r["public"]
+        lines.append(f"| {r['alg']} | " + " | ".join(
+            f"{pc[op + ' public']['per_s']:,.0f} (cpu x{pc[op + ' public']['cpu_per_wall']:.2f}) | "
+            f"{pc[op + ' engine']['per_s']:,.0f} (cpu x{pc[op + ' engine']['cpu_per_wall']:.2f}) | {pc[op + ' ratio']:.2f}"
+            for op in ("sign", "verify")) + " |")
     if any(r["kernels"] for r in res["sets"]):
         lines += ["", "| set | kernel | ops (kind) | model µs | measured µs | % of model |", "|---|---|---:|---:|---:|---:|"]
         for r in res["sets"]:
@@ -265,12 +318,14 @@ def add_arguments(s) -> None:
     s.add_argument("--threads", type=int, help="threads for the parallel runs (default: all cores)")
     s.add_argument("--seconds", type=float, default=0.2, help="minimum measuring time per kernel")
     s.add_argument("--no-kernels", action="store_true", help="skip the per-kernel model table")
+    s.add_argument("--rounds", type=int, default=7, help="rounds of the public-call measurement (median)")
     s.add_argument("--json", metavar="PATH", help="also write the results as JSON")
 
 
 def cmd(args) -> int:
     res = run(args.alg, batch_size=args.batch, distinct=args.distinct, threads=args.threads, seconds=args.seconds,
-              progress=lambda s: print(f"  {s}", file=sys.stderr), kernels_too=not args.no_kernels)
+              progress=lambda s: print(f"  {s}", file=sys.stderr), kernels_too=not args.no_kernels,
+              rounds=args.rounds)
     print(table(res))
     if args.json:
         with open(args.json, "w") as f:
