@@ -216,8 +216,8 @@ def public_calls(alg, batch_size: int, rounds: int = 7, threads=None) -> dict:
         timed("verify engine", lambda: CPU.verify_one_key(p, pk, msgs, sigs, good, verdicts, th))
         if r == 0:
             timings = {name: [] for name in timings}
-    res = {name: {"per_s": float(np.median([v[0] for v in vals])), "cpu_per_wall": float(np.median([v[1] for v in vals]))}
-           for name, vals in timings.items()}
+    res = {name: {"per_s": float(np.median([v[0] for v in vals])),
+                  "cpu_per_wall": float(np.median([v[1] for v in vals]))} for name, vals in timings.items()}
     for op in ("sign", "verify"):
         res[op + " ratio"] = res[op + " public"]["per_s"] / res[op + " engine"]["per_s"]
     return res

@@ -13,13 +13,15 @@ randomness) and each key generation exactly ``sk_seed_bytes`` (the seed). A batc
 of them up front, before any other work, element 0 first, then element 1, and so on: exactly the
 calls a loop of single ``sign`` (or ``generate_private_key``) calls would make, in the same
 order. So with a deterministic rng (``NistCtrDrbg``), ``sign_many(msgs, rng)`` returns
-``[sign(msg, rng) for msg in msgs]``.
+``[sign(msg, rng) for msg in msgs]``. With the default (the system rng) all the bytes come from
+one system call.
 
 Backends. ``backend="cpu"`` runs compiled kernels on a pool of threads; ``"cuda"`` runs the
 device kernels of ``pqforge.gpu`` (an optional extra, ``pip install pqforge[gpu]``, imported only
 when asked for); ``"auto"`` (the default, see :func:`set_default_backend`) takes the GPU when one
-is usable and the batch has at least ``AUTO_GPU_MIN_BATCH`` elements, the CPU otherwise. On the GPU, key generation, signing and verification run from the compact keys;
-elements given with expanded-key byte strings are handled on the CPU.
+is usable and the batch has at least ``AUTO_GPU_MIN_BATCH`` elements, the CPU otherwise. On the
+GPU, key generation, signing and verification run from the compact keys; elements given with
+expanded-key byte strings are handled on the CPU.
 
 Paths. Single-key calls (``sk.sign_many``, ``pk.verify_many``) also take ``path="tensor"``: the
 big GF(16) products as exact binary GEMMs (``pqforge.gpu.tensor``; CuPy on the GPU backend, numpy
@@ -39,7 +41,6 @@ as they drop trailing zero bytes). In verification a signature or key that is ma
 length, or a key object of another parameter set) makes that element ``False``; the others are
 unaffected. In signing and key generation a malformed element raises an error naming its index.
 """
-
 
 from __future__ import annotations
 

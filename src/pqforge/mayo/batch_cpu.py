@@ -114,8 +114,9 @@ def _sign_one_key(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, random
 def _sign_fresh_keys(p: MayoParams, groups, messages, randomness, out, threads):
     """Elements under compact secret keys that few elements share (``groups``: [(index, seed)]
     per key). Per chunk of keys the seed expansion and the keystreams are done in Python and the
-    elements hashed in compiled code (``batch_data.signing_inputs``), then one compiled loop (``batch_kernels.sign_fresh_keys``) expands each key and signs its elements:
-    one GIL-free stretch per chunk instead of several per key."""
+    elements hashed in compiled code (``batch_data.signing_inputs``), then one compiled loop
+    (``batch_kernels.sign_fresh_keys``) expands each key and signs its elements: one GIL-free
+    stretch per chunk instead of several per key."""
     f_tail = np.array(p.f_tail, np.int64)
 
     def work(lo, hi):
