@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 
 from ..errors import DeviceOutOfMemory
@@ -33,6 +34,7 @@ def stack_installed() -> bool:
 DRIVER_LIBRARY = "nvcuda.dll" if os.name == "nt" else "libcuda.so.1"
 
 
+@functools.lru_cache(maxsize=None)
 def driver_present() -> bool:
     """Whether the NVIDIA driver library can be loaded: without it no device can answer, and
     asking numba-cuda would cost its import (about 0.3 s) on the first large batch call."""

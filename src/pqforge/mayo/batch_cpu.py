@@ -48,7 +48,7 @@ def _verify_indices(p: MayoParams, key, messages, sigs, out, idx):
 
 def _verify_one_key(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs, out, index, threads):
     """out[index[j]] = verdict of (messages[j], sigs[j]) for well-formed signatures under one key."""
-    index = list(index)       # Python ints: indexing the lists with numpy integers is slower
+    index = np.asarray(index).tolist()    # Python ints: indexing the lists with numpy integers is slower
     key = epk.for_verification(len(index))    # resolved once, before the threads share it
     pool.run_chunks(lambda lo, hi: _verify_indices(p, key, messages, sigs, out, index[lo:hi]), len(index), threads)
 
