@@ -11,7 +11,6 @@ import numpy as np
 
 from ..errors import InvalidKey
 from ..gf16.kernels import stream_words
-from ..symmetric import shake256
 from . import batch_kernels, scheme
 from .params import MayoParams
 
@@ -33,10 +32,12 @@ def pack_rows(elements: np.ndarray) -> np.ndarray:
 
 
 def targets(p: MayoParams, messages, salts) -> np.ndarray:
-    """t = Decode(SHAKE256(SHAKE256(M) || salt)) for each element, (B, m)."""
-    digest_bytes, m_bytes = p.digest_bytes, p.m_bytes
-    raw = b"".join(shake256(shake256(msg, digest_bytes) + salt, m_bytes) for msg, salt in zip(messages, salts))
-    return np.ascontiguousarray(nibbles_rows(np.frombuffer(raw, np.uint8).reshape(-1, m_bytes), p.m))
+    """t = Decode(SHAKE256(SHAKE256(M) || salt)) for each element, (B, m) (``batch_kernels.targets``)."""
+    data, offsets = joined(messages)
+    salt_rows = np.frombuffer(b"".join(salts), np.uint8).reshape(len(salts), p.salt_bytes)
+    T = np.empty((len(messages), p.m), np.uint8)
+    batch_kernels.targets(data, offsets, salt_rows, p.digest_bytes, T)
+    return T
 
 
 def signature_vectors(p: MayoParams, sigs) -> np.ndarray:

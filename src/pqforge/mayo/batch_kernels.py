@@ -66,18 +66,36 @@ def signing_hashes(data, offsets, rand, seeds, key_of, digest_bytes, salts, T, V
 
 
 @nb.njit(nogil=True, cache=True, inline="always")
-def _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C):
-    """t and s of element b: t = Decode(SHAKE256(SHAKE256(M) || salt)) with M =
-    data[offsets[b]:offsets[b+1]] and the salt at the end of signature sigs[b]; s (k, n) decoded
-    from the signature's body. ``hashed`` holds digest || salt; A, B, C are Keccak scratch."""
-    k, n = s.shape
-    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
-    digest_bytes = hashed.shape[0] - salt_bytes
-    shake256_into(data[offsets[b]:offsets[b + 1]], hashed[:digest_bytes], A, B, C)
-    hashed[digest_bytes:] = sigs[b, sigs.shape[1] - salt_bytes:]
+def _target(message, salt, hashed, t_bytes, t, A, B, C):
+    """t = Decode(SHAKE256(SHAKE256(message) || salt)); ``hashed`` holds digest || salt, A, B, C
+    are Keccak scratch. Public data only (verification)."""
+    d = hashed.shape[0] - salt.shape[0]
+    shake256_into(message, hashed[:d], A, B, C)
+    hashed[d:] = salt
     shake256_into(hashed, t_bytes, A, B, C)
     for e in range(t.shape[0]):
         t[e] = (t_bytes[e >> 1] >> (4 * (e & 1))) & 15
+
+
+@nb.njit(nogil=True, cache=True)
+def targets(data, offsets, salts, digest_bytes, T):
+    """T[b] = Decode(SHAKE256(SHAKE256(M) || salts[b])) with M = data[offsets[b]:offsets[b+1]].
+
+    Public data only (verification). Runs without the GIL.
+    """
+    hashed, t_bytes = np.empty(digest_bytes + salts.shape[1], np.uint8), np.empty((T.shape[1] + 1) // 2, np.uint8)
+    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    for b in range(T.shape[0]):
+        _target(data[offsets[b]:offsets[b + 1]], salts[b], hashed, t_bytes, T[b], A, B, C)
+
+
+@nb.njit(nogil=True, cache=True, inline="always")
+def _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C):
+    """t and s of element b: the target of the message data[offsets[b]:offsets[b+1]] and the salt
+    at the end of signature sigs[b] (``_target``), and s (k, n) decoded from the signature's body."""
+    k, n = s.shape
+    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
+    _target(data[offsets[b]:offsets[b + 1]], sigs[b, sigs.shape[1] - salt_bytes:], hashed, t_bytes, t, A, B, C)
     for e in range(k * n):
         s[e // n, e % n] = (sigs[b, e >> 1] >> (4 * (e & 1))) & 15
 
