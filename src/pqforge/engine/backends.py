@@ -101,31 +101,38 @@ def array_module(backend: str):
     return np, np.float32
 
 
-class SignatureBackend(abc.ABC):
-    """What a backend does for a signature scheme's batch calls, on checked arguments.
+class OneKeyBackend(abc.ABC):
+    """What a backend (or a path of one, such as the tensor path) does for a signature scheme's
+    single-key batch calls, on checked arguments.
 
-    ``p`` is the parameter set. ``messages``, ``sigs``, ``randomness`` are lists of bytes of the
-    whole call, indexed by element; each method writes its results into ``out`` (a list of
-    signatures, or a bool array of verdicts) at the elements it is given, and never draws
-    randomness itself (the caller has drawn it in element order). ``groups`` maps a key's bytes
-    (or identity) to its elements ``[(index, key)]``; a backend returns the groups it leaves
-    to the CPU (keys it cannot take, such as expanded ones on the GPU).
+    ``p`` is the parameter set, ``key`` the key object. ``messages``, ``sigs``, ``randomness``
+    are lists of bytes of the whole call, indexed by element; each method writes its results
+    into ``out`` (a list of signatures, or a bool array of verdicts) and never draws randomness
+    itself (the caller has drawn it in element order).
     """
 
     name: str
 
     @abc.abstractmethod
     def verify_one_key(self, p, key, messages, sigs, good, out, threads) -> None:
-        """out[good] = verdicts under one public key object (``key.expanded()``, ``key.public_bytes_raw()``)."""
+        """out[good] = the verdicts of the well-formed elements ``good`` under one public key object."""
+
+    @abc.abstractmethod
+    def sign_one_key(self, p, key, messages, randomness, out, threads) -> None:
+        """out[i] = the signature of every element under one secret key object."""
+
+
+class SignatureBackend(OneKeyBackend):
+    """A whole backend: single-key calls, calls with a key per element, key generation.
+
+    ``groups`` maps a key's bytes (or identity) to its elements ``[(index, key)]``; a backend
+    returns the groups it leaves to the CPU (keys it cannot take, such as expanded ones on the
+    GPU).
+    """
 
     @abc.abstractmethod
     def verify_groups(self, p, groups: dict, messages, sigs, out, threads) -> dict:
         """Verdicts of every element of ``groups``; returns the groups left undone."""
-
-    @abc.abstractmethod
-    def sign_one_key(self, p, key, messages, randomness, out, threads) -> None:
-        """out[i] = signature of every element under one secret key object (``key.expanded()``,
-        ``key.private_bytes_raw()``)."""
 
     @abc.abstractmethod
     def sign_groups(self, p, groups: dict, messages, randomness, out, threads) -> dict:

@@ -28,6 +28,8 @@ matrices of L and P1 too.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from functools import lru_cache
 
 import numba as nb
@@ -35,6 +37,7 @@ import numpy as np
 
 from ..gf16 import unbitslice
 from ..engine import pool
+from ..engine.backends import OneKeyBackend, array_module, device_memory
 from ..mayo import batch_data, kernels, scheme
 
 
@@ -386,3 +389,38 @@ class _SignChunk:
         batch_data.finish_signatures(self.p, range(len(self.messages)), self.S, self.ok, self.salts,
                                      self.messages, self.randomness, out, lambda row: self.esk)
         return out
+
+
+# -- the tensor path as a backend of single-key calls --------------------------------------------
+
+_prepared = weakref.WeakKeyDictionary()   # key object -> {array module name: prepared key matrix}
+_prepared_lock = threading.Lock()
+
+
+def _prepared_key(owner, backend: str, build):
+    """The key matrix of ``owner`` for this backend, built once per key object (kept while it lives)."""
+    xp, dtype = array_module(backend)
+    with _prepared_lock:
+        slot = _prepared.setdefault(owner, {})
+    if xp.__name__ not in slot:
+        slot[xp.__name__] = build(xp, dtype)
+    return slot[xp.__name__]
+
+
+class TensorPath(OneKeyBackend):
+    """``path="tensor"`` of single-key calls on the backend ``name``: numpy (fp32) on "cpu", CuPy
+    (fp16) on "cuda"; each key object's matrix prepared once and kept while the object lives."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def verify_one_key(self, p, key, messages, sigs, good, out, threads) -> None:
+        with device_memory(self.name, len(good)):
+            prepared = _prepared_key(key, self.name, lambda xp, dt: PreparedPublicKey(p, key.expanded().P, xp, dt))
+            out[good] = verify_batch(p, prepared, [messages[j] for j in good], [sigs[j] for j in good])
+
+    def sign_one_key(self, p, key, messages, randomness, out, threads) -> None:
+        esk = key.expanded()
+        with device_memory(self.name, len(messages)):
+            prepared = _prepared_key(key, self.name, lambda xp, dt: PreparedSecretKey(p, esk.L, esk.P1, xp, dt))
+            out[:] = sign_batch(p, esk, prepared, messages, randomness, threads=threads)

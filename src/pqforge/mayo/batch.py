@@ -44,14 +44,11 @@ unaffected. In signing and key generation a malformed element raises an error na
 
 from __future__ import annotations
 
-import threading
-import weakref
-
 import numpy as np
 
 from ..engine import pool
-from ..engine.backends import (AUTO_GPU_MIN_BATCH, SignatureBackend, array_module, check_path, choose_backend,
-                               device_memory, get_default_backend, set_default_backend)
+from ..engine.backends import (AUTO_GPU_MIN_BATCH, OneKeyBackend, check_path, choose_backend, get_default_backend,
+                               set_default_backend)
 from ..engine.inputs import as_list, byte_items, check_count, draw_randomness, same_length
 from ..errors import InvalidKey, PQForgeError, require_bytes
 from . import api
@@ -62,28 +59,16 @@ __all__ = ["verify_many", "sign_many", "verify_many_one_key", "sign_many_one_key
            "set_default_backend", "get_default_backend", "AUTO_GPU_MIN_BATCH"]
 
 
-def _backend(name: str) -> SignatureBackend:
-    """The backend object for a chosen backend name ("cpu" or "cuda")."""
+def _backend(name: str, path: str = "bitsliced") -> OneKeyBackend:
+    """The backend object for a chosen backend ("cpu" or "cuda") and path: the one place where
+    the CPU, CUDA and tensor implementations are picked (the latter two imported only here)."""
+    if path == "tensor":
+        from ..gpu.tensor import TensorPath
+        return TensorPath(name)
     if name == "cuda":
         from ..gpu.batch import CUDA
         return CUDA
     return CPU
-
-
-# -- the tensor path (single-key calls) ----------------------------------------------------------
-
-_prepared = weakref.WeakKeyDictionary()   # key object -> {array module name: prepared key matrix}
-_prepared_lock = threading.Lock()
-
-
-def _prepared_key(owner, backend: str, build):
-    """The key matrix of ``owner`` for this backend, built once per key object (kept while it lives)."""
-    xp, dtype = array_module(backend)
-    with _prepared_lock:
-        slot = _prepared.setdefault(owner, {})
-    if xp.__name__ not in slot:
-        slot[xp.__name__] = build(xp, dtype)
-    return slot[xp.__name__]
 
 
 # -- key arguments -------------------------------------------------------------------------------
@@ -134,13 +119,7 @@ def verify_many_one_key(p: MayoParams, key, messages, signatures, backend=None, 
     good = np.array([i for i, s in enumerate(sigs) if len(s) == p.sig_bytes], np.int64)
     if len(good) == 0:
         return out
-    if path == "tensor":
-        from ..gpu import tensor
-        with device_memory(backend, len(good)):
-            prepared = _prepared_key(key, backend, lambda xp, dt: tensor.PreparedPublicKey(p, key.expanded().P, xp, dt))
-            out[good] = tensor.verify_batch(p, prepared, [messages[j] for j in good], [sigs[j] for j in good])
-        return out
-    _backend(backend).verify_one_key(p, key, messages, sigs, good, out, threads)
+    _backend(backend, path).verify_one_key(p, key, messages, sigs, good, out, threads)
     return out
 
 
@@ -192,13 +171,7 @@ def sign_many_one_key(p: MayoParams, key, messages, rng=None, backend=None, thre
     out: list = [None] * size
     if size == 0:
         return out
-    if path == "tensor":
-        from ..gpu import tensor
-        esk = key.expanded()
-        with device_memory(backend, size):
-            prepared = _prepared_key(key, backend, lambda xp, dt: tensor.PreparedSecretKey(p, esk.L, esk.P1, xp, dt))
-            return tensor.sign_batch(p, esk, prepared, messages, randomness, threads=threads)
-    _backend(backend).sign_one_key(p, key, messages, randomness, out, threads)
+    _backend(backend, path).sign_one_key(p, key, messages, randomness, out, threads)
     return out
 
 
