@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -35,13 +36,13 @@ def get_default_backend() -> str:
     return _default_backend
 
 
-def check_backend(backend) -> str:
+def check_backend(backend: Any) -> str:
     if backend not in BACKENDS:
         raise InvalidInput(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     return backend
 
 
-def check_path(path) -> str:
+def check_path(path: Any) -> str:
     if path not in PATHS:
         raise InvalidInput(f"path must be one of {', '.join(PATHS)}, got {path!r}")
     return path
@@ -61,7 +62,7 @@ def cupy_installed() -> bool:
     return True
 
 
-def choose_backend(backend, size: int, path: str = "bitsliced") -> str:
+def choose_backend(backend: str | None, size: int, path: str = "bitsliced") -> str:
     """The backend ("cpu" or "cuda") a call of ``size`` elements on ``path`` runs on ("auto" takes
     the GPU for the tensor path only where CuPy is installed too)."""
     backend = check_backend(_default_backend if backend is None else backend)
@@ -80,7 +81,7 @@ def choose_backend(backend, size: int, path: str = "bitsliced") -> str:
 
 
 @contextlib.contextmanager
-def device_memory(backend: str, size: int):
+def device_memory(backend: str, size: int) -> Iterator[None]:
     """On the GPU backend, the device running out of memory inside becomes DeviceOutOfMemory."""
     if backend != "cuda":
         yield
@@ -90,7 +91,7 @@ def device_memory(backend: str, size: int):
         yield
 
 
-def array_module(backend: str):
+def array_module(backend: str) -> tuple[Any, Any]:
     """(xp, GEMM dtype) for the tensor path: CuPy with fp16 on the GPU, numpy with fp32 on the CPU."""
     if backend == "cuda":
         try:

@@ -6,13 +6,15 @@ Every check runs before any work and before any random draw, and an error names 
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
 from ..drbg import system_rng
 from ..errors import InvalidInput, InvalidType, require_bytes
 
 
-def as_list(items, what: str) -> list:
+def as_list(items: Any, what: str) -> list[Any]:
     """``items`` as a list; a single bytes/str and numpy ``S`` arrays (which drop trailing zero
     bytes) are refused."""
     if isinstance(items, (bytes, bytearray, memoryview, str)):
@@ -26,7 +28,7 @@ def as_list(items, what: str) -> list:
         raise InvalidType(f"{what} must be a sequence, not {type(items).__name__}") from None
 
 
-def same_length(**lists) -> int:
+def same_length(**lists: list[Any]) -> int:
     """The common length of the named lists, or InvalidInput naming each length."""
     sizes = {name: len(v) for name, v in lists.items()}
     if len(set(sizes.values())) > 1:
@@ -34,7 +36,7 @@ def same_length(**lists) -> int:
     return next(iter(sizes.values()), 0)
 
 
-def byte_items(items, what: str) -> list[bytes]:
+def byte_items(items: Any, what: str) -> list[bytes]:
     """The items (a sequence, see ``as_list``) as bytes (bytearray and memoryview converted); any
     other type raises, naming the item's index. Lengths are judged by the caller. Plain bytes
     pass without a call."""
@@ -45,7 +47,7 @@ def byte_items(items, what: str) -> list[bytes]:
     return out
 
 
-def check_count(n, what: str) -> int:
+def check_count(n: Any, what: str) -> int:
     """A non-negative int count (numpy integers accepted)."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise InvalidType(f"{what} must be an int, not {type(n).__name__}")
@@ -54,7 +56,7 @@ def check_count(n, what: str) -> int:
     return int(n)
 
 
-def checked_rng(rng):
+def checked_rng(rng: Callable[[int], bytes] | None) -> Callable[[int], bytes]:
     """An rng that fails loudly when the supplied callable does not return n bytes."""
     source = system_rng if rng is None else rng
     if not callable(source):
@@ -69,7 +71,7 @@ def checked_rng(rng):
     return draw
 
 
-def draw_randomness(rng, size: int, nbytes: int) -> list[bytes]:
+def draw_randomness(rng: Callable[[int], bytes] | None, size: int, nbytes: int) -> list[bytes]:
     """``size`` draws of ``nbytes`` each, in index order (the calls a loop of single operations
     makes, in its order). The system rng is asked once for all of them: the same distribution,
     one system call instead of ``size``."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 import concurrent.futures
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
 
 import numpy as np
 
@@ -31,7 +32,7 @@ def cpu_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def check_threads(threads) -> int:
+def check_threads(threads: Any) -> int:
     """The thread count of a call: all cores for None, else a positive int up to MAX_THREADS."""
     if threads is None:
         return cpu_threads()
@@ -65,7 +66,7 @@ def chunks(size: int, threads: int, most: int | None = None) -> list[tuple[int, 
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
-def start_chunks(fn, size: int, threads: int, most: int | None = None) -> list:
+def start_chunks(fn: Callable[[int, int], Any], size: int, threads: int, most: int | None = None) -> list[Future[Any]]:
     """Start fn(lo, hi) over chunks of range(size) (at most ``most`` long) on ``threads`` workers
     of the shared pool, each taking the next chunk until none is left or one has failed; the
     futures to hand to ``finish_chunks``. One thread: run here."""
@@ -76,7 +77,7 @@ def start_chunks(fn, size: int, threads: int, most: int | None = None) -> list:
         return []
     todo, take, failed = iter(parts), threading.Lock(), threading.Event()
 
-    def worker():
+    def worker() -> None:
         while not failed.is_set():
             with take:
                 part = next(todo, None)
@@ -93,7 +94,7 @@ def start_chunks(fn, size: int, threads: int, most: int | None = None) -> list:
         return [pool.submit(worker) for _ in range(min(threads, len(parts)))]
 
 
-def finish_chunks(futures: list) -> None:
+def finish_chunks(futures: list[Future[Any]]) -> None:
     """Wait for every worker of ``start_chunks``, then raise the first error if one failed (so no
     work of the call is still running when it returns or raises)."""
     concurrent.futures.wait(futures)
@@ -101,6 +102,6 @@ def finish_chunks(futures: list) -> None:
         f.result()
 
 
-def run_chunks(fn, size: int, threads: int, most: int | None = None) -> None:
+def run_chunks(fn: Callable[[int, int], Any], size: int, threads: int, most: int | None = None) -> None:
     """fn(lo, hi) over chunks of range(size) on ``threads`` threads (``check_threads``'s count)."""
     finish_chunks(start_chunks(fn, size, threads, most))
