@@ -14,17 +14,32 @@ def module_name(path: Path, root: Path = ROOT) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _type_checking_blocks(tree: ast.AST) -> set[ast.AST]:
+    """The nodes under ``if TYPE_CHECKING:`` (imports for the type checker, never run)."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                skip.update(ast.walk(child))
+    return skip
+
+
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
-    """module -> the pqforge modules it imports. ``from package import name`` counts as an import
-    of the submodule ``package.name`` where one exists, else of the package. A package's
-    ``__init__``, which Python runs before any of its submodules, is not counted as imported by
-    them: each edge is an import the code names."""
+    """module -> the pqforge modules it imports, at the top or inside a function. ``from package
+    import name`` counts as an import of the submodule ``package.name`` where one exists, else
+    of the package. A package's ``__init__``, which Python runs before any of its submodules, is
+    not counted as imported by them: each edge is an import the code names. Imports under
+    ``if TYPE_CHECKING:`` never run and are left out."""
     files = {module_name(f, root): f for f in root.rglob("*.py")}
     graph = {}
     for name, path in files.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        skip = _type_checking_blocks(tree)
+        for node in ast.walk(tree):
+            if node in skip:
+                continue
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -85,4 +100,6 @@ def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import(tmp_path
     assert graph["pqforge.a"] == {"pqforge.sub.b"} and graph["pqforge.sub.b"] == {"pqforge.c"}
     assert find_cycle(graph) == ["pqforge.a", "pqforge.sub.b", "pqforge.c", "pqforge.a"]
     (pkg / "c.py").write_text("import pqforge.sub\n")
+    assert find_cycle(import_graph(pkg)) is None
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n")
     assert find_cycle(import_graph(pkg)) is None
