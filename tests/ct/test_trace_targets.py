@@ -23,11 +23,13 @@ SMALL_SOLVE = MayoParams("small-solve", n=37, m=12, o=33, k=2, f_tail=(8, 0, 2, 
 def small(target):
     return SMALL_SOLVE if target.func.__name__ in ("sample_solution", "sign_attempt") else SMALL
 
-KERNELS = [t for t in registry.traceable() if t.name.startswith(("gf16-", "mayo-"))]
+KERNELS = [t for t in registry.traceable() if t.name.startswith(("gf16-", "mayo-", "shake256"))]
 
 
 def test_every_secret_kernel_is_registered_for_the_trace_check():
     from pqforge.gf16 import kernels as gk
+    from pqforge import shake
+    from pqforge.mayo import batch_kernels as bk
     from pqforge.mayo import kernels as mk
     covered = {t.func for t in KERNELS}
     public_only = {getattr(mk, n) for n in ("fill_upper", "packed_row_starts", "place_rows",
@@ -40,7 +42,11 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
                                       "_shift_xor", "whip_bitsliced", "_transpose64",
                                       "sample_solution_bitsliced", "whip_and_solve", "_planes_times_x",
                                       "_combine", "_mul_transposed_core", "_echelon_form") if hasattr(mk, n)}
-    for module in (gk, mk):
+    # the batch loops: public-data verification, and compositions of registered kernels
+    public_only |= {bk.verdict, bk.verify_chunk, bk.verify_fresh_keys, bk._element_inputs, bk._target, bk.targets,
+                    shake.shake256_rows}
+    inner |= {bk.sign_chunk, bk.sign_fresh_keys, bk.public_keys_chunk, shake.keccak_f1600}
+    for module in (gk, mk, bk, shake):
         for name, obj in vars(module).items():
             if hasattr(obj, "py_func") and obj not in public_only | inner:
                 assert obj in covered, f"{module.__name__}.{name} sees secrets but is not trace-checked"

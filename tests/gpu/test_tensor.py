@@ -146,8 +146,9 @@ def test_pipelined_chunks_use_at_most_the_threads_asked_for(monkeypatch):
     than ``threads`` (here 8 workers) never runs more than ``threads`` tails at once."""
     import threading
     import time
-    from pqforge.mayo import batch
-    monkeypatch.setattr(batch, "cpu_threads", lambda: 8)
+    from pqforge.engine import pool
+    from pqforge.mayo import batch_data
+    monkeypatch.setattr(pool, "cpu_threads", lambda: 8)
     alg = mayo.MAYO2
     p = alg.params
     esk = alg.generate_private_key(rng=NistCtrDrbg(bytes(range(2, 50)))).expanded()
@@ -167,8 +168,8 @@ def test_pipelined_chunks_use_at_most_the_threads_asked_for(monkeypatch):
             running[0] -= 1
 
     monkeypatch.setattr(tensor, "_finish_chunk", counted)
-    with batch._lock:
-        batch._executor(8)
+    with pool._lock:
+        pool._executor(8)
     sigs = tensor.sign_batch(p, esk, prepared, msgs, randomness, chunk=4, threads=2)
     assert 1 <= most[0] <= 2
-    assert sigs == [scheme.sign(p, esk, m, batch._replay(r)) for m, r in zip(msgs, randomness)]
+    assert sigs == [scheme.sign(p, esk, m, batch_data.replay(r)) for m, r in zip(msgs, randomness)]

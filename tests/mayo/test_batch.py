@@ -9,7 +9,8 @@ import pytest
 from pqforge import kat, mayo
 from pqforge.drbg import NistCtrDrbg
 from pqforge.errors import BackendUnavailable, InvalidInput, InvalidKey, InvalidType
-from pqforge.mayo import batch
+from pqforge.engine import backends, pool
+from pqforge.mayo import batch, batch_cpu, batch_kernels
 
 from ..known_answers import MAYO_FILES as FILES, mayo_entries
 
@@ -129,7 +130,7 @@ def test_fresh_key_chunks_give_the_single_verdicts(monkeypatch, chunk_bytes):
     """Key byte strings shared by few elements are assembled one after another in one buffer per
     chunk (``_verify_fresh_keys``): every element gets its own key's verdict, however the keys
     fall into chunks."""
-    monkeypatch.setattr(batch, "FRESH_KEY_BYTES", chunk_bytes)
+    monkeypatch.setattr(batch_cpu, "FRESH_KEY_BYTES", chunk_bytes)
     alg = mayo.MAYO1
     keys = alg.generate_private_keys(5, rng=NistCtrDrbg(bytes(range(2, 50))))
     msgs = [b"m%d" % i for i in range(10)]
@@ -151,7 +152,7 @@ def test_fresh_secret_keys_give_the_single_signatures(monkeypatch, chunk_bytes):
     buffers (``_sign_fresh_keys``): the same signatures as single calls, however the keys fall
     into chunks, and the same again when every first attempt is taken as rank-deficient (the
     retry path)."""
-    monkeypatch.setattr(batch, "FRESH_KEY_BYTES", chunk_bytes)
+    monkeypatch.setattr(batch_cpu, "FRESH_KEY_BYTES", chunk_bytes)
     alg = mayo.MAYO1
     seeds = [k.private_bytes_raw() for k in alg.generate_private_keys(4, rng=NistCtrDrbg(bytes(range(3, 51))))]
     sks = [seeds[i % 4] for i in range(7)]
@@ -159,7 +160,7 @@ def test_fresh_secret_keys_give_the_single_signatures(monkeypatch, chunk_bytes):
     ref = NistCtrDrbg(bytes(48))
     singles = [mayo.sign(alg, sk, m, rng=ref) for sk, m in zip(sks, msgs)]
     assert mayo.sign_many(alg, sks, msgs, rng=NistCtrDrbg(bytes(48)), threads=2) == singles
-    monkeypatch.setattr(batch, "_sign_fresh_keys", lambda *args: None)     # every ok stays False
+    monkeypatch.setattr(batch_kernels, "sign_fresh_keys", lambda *args: None)     # every ok stays False
     assert mayo.sign_many(alg, sks, msgs, rng=NistCtrDrbg(bytes(48)), threads=1) == singles
 
 
@@ -218,7 +219,7 @@ def test_numpy_fixed_width_bytes_are_refused():
 
 @pytest.mark.parametrize("threads, error", [("2", InvalidType), (1.5, InvalidType), (True, InvalidType),
                                             ([2], InvalidType), (0, InvalidInput), (-1, InvalidInput),
-                                            (batch.MAX_THREADS + 1, InvalidInput)])
+                                            (pool.MAX_THREADS + 1, InvalidInput)])
 def test_bad_thread_counts_raise_before_any_work(threads, error):
     alg = mayo.MAYO2
     sk = alg.generate_private_key()
@@ -292,12 +293,12 @@ def test_device_out_of_memory_is_recognised_and_host_memory_errors_pass(monkeypa
 
 
 def test_auto_takes_the_gpu_for_the_tensor_path_only_with_cupy(monkeypatch):
-    monkeypatch.setattr(batch, "gpu_usable", lambda: True)
-    monkeypatch.setattr(batch, "_cupy_installed", lambda: False)
-    assert batch.choose_backend("auto", 10 ** 6, "bitsliced") == "cuda"
-    assert batch.choose_backend("auto", 10 ** 6, "tensor") == "cpu"
-    monkeypatch.setattr(batch, "_cupy_installed", lambda: True)
-    assert batch.choose_backend("auto", 10 ** 6, "tensor") == "cuda"
+    monkeypatch.setattr(backends, "gpu_usable", lambda: True)
+    monkeypatch.setattr(backends, "cupy_installed", lambda: False)
+    assert backends.choose_backend("auto", 10 ** 6, "bitsliced") == "cuda"
+    assert backends.choose_backend("auto", 10 ** 6, "tensor") == "cpu"
+    monkeypatch.setattr(backends, "cupy_installed", lambda: True)
+    assert backends.choose_backend("auto", 10 ** 6, "tensor") == "cuda"
 
 
 def test_mismatched_lengths_raise_before_any_work():
@@ -330,10 +331,10 @@ def test_backend_selection(monkeypatch):
     with pytest.raises(InvalidInput):
         mayo.set_default_backend("tpu")
     assert mayo.get_default_backend() == "auto"
-    assert batch.choose_backend("cpu", 10 ** 6) == "cpu"
-    assert batch.choose_backend("auto", 1) == "cpu"
-    if not batch.gpu_usable():
-        assert batch.choose_backend("auto", 10 ** 6) == "cpu"
+    assert backends.choose_backend("cpu", 10 ** 6) == "cpu"
+    assert backends.choose_backend("auto", 1) == "cpu"
+    if not backends.gpu_usable():
+        assert backends.choose_backend("auto", 10 ** 6) == "cpu"
         monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
         from pqforge import gpu
         if not gpu.available(allow_simulator=True):
@@ -341,7 +342,7 @@ def test_backend_selection(monkeypatch):
                 mayo.MAYO2.generate_private_key().sign_many([b"x"], backend="cuda")
     mayo.set_default_backend("cpu")
     try:
-        assert batch.choose_backend(None, 10 ** 6) == "cpu"
+        assert backends.choose_backend(None, 10 ** 6) == "cpu"
     finally:
         mayo.set_default_backend("auto")
 
@@ -437,7 +438,22 @@ def test_a_failing_chunk_stops_the_call_with_no_work_left_running():
             done.append(lo)
 
     with pytest.raises(InvalidInput, match="chunk 0 failed"):
-        batch._run_chunks(work, 64, 2, most=1)
+        pool.run_chunks(work, 64, 2, most=1)
     finished = len(done)
     time.sleep(0.05)
     assert len(done) == finished < 63
+
+
+def test_without_the_driver_library_there_is_no_gpu_and_numba_cuda_stays_unimported():
+    """``backend="auto"`` asks for a GPU on every large batch; with no NVIDIA driver the answer
+    must come without importing numba-cuda (a cost of tenths of a second on the first call)."""
+    in_fresh_interpreter(
+        "import os, sys\n"
+        "os.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n"
+        "from pqforge import gpu, mayo\n"
+        "gpu.DRIVER_LIBRARY = 'libpqforge-no-such-driver.so'\n"
+        "from pqforge.engine import choose_backend\n"
+        "assert choose_backend('auto', 10 ** 6) == 'cpu'\n"
+        "sk = mayo.MAYO2.generate_private_key()\n"
+        "assert len(sk.sign_many([b'm'] * 300)) == 300\n"
+        "assert 'numba.cuda' not in sys.modules, 'numba.cuda was imported'\n")

@@ -8,6 +8,12 @@ Per parameter set it reports operations per second for
     (the scaling 1 -> N threads, with the process CPU time as a check of real parallelism);
   * distinct keys: generate_private_keys, sign_many and verify_many with a different compact key
     per element (each key expanded once inside the call);
+  * the public calls as users make them: ``sk.sign_many(messages)`` and
+    ``pk.verify_many(messages, signatures)`` with default arguments on new random 32-byte
+    messages each round, interleaved with the CPU backend called directly on the same inputs
+    (randomness drawn before; which of the two runs first alternates), median of the rounds:
+    the ratio is what the API costs; and the CPU time per element that a call spends outside
+    its compiled loops, holding the GIL;
 and per compiled kernel an operation-count model next to the measured time: the 64-bit word
 operations (AND/XOR/shift; for the element-wise kernels, scalar operations) the kernel's
 algorithm performs, divided by this machine's measured rate for such operations in a compiled
@@ -124,11 +130,11 @@ def op_counts(p) -> dict:
 
 def _kernel_calls(p, sk, msg):
     """Zero-argument callables running each CPU kernel once on real inputs (one instance)."""
-    from ..mayo import batch, kernels
+    from ..mayo import batch_data, kernels
     esk = sk.expanded()
     epk = sk.public_key().expanded()
     sig = sk.sign(msg)
-    S = batch.signature_vectors(p, [sig])[0]
+    S = batch_data.signature_vectors(p, [sig])[0]
     f_tail = np.array(p.f_tail, np.int64)
     W = p.words
     U = np.zeros((p.k, p.k, W), np.uint64)
@@ -182,13 +188,101 @@ def _throughput(fn, count, repeats=3):
     return best, cpu_ratio
 
 
+def gil_held(alg, batch_size: int, rounds: int = 7) -> dict:
+    """Microseconds per element that a one-key batch call spends outside its compiled loops (in
+    Python, holding the GIL, where the threads of a batch wait for each other): the CPU time of
+    the whole call on one thread minus that of its compiled loops (with the byte joins that feed
+    them) on the same inputs, least of ``rounds`` (thread CPU time, so other processes on the
+    machine hardly move it)."""
+    from ..mayo import batch_data, batch_kernels
+    p = alg.params
+    sk = alg.generate_private_key()
+    pk = sk.public_key()
+    msgs = [os.urandom(32) for _ in range(batch_size)]
+    sigs = sk.sign_many(msgs, threads=1, backend="cpu")
+    esk, f_tail = sk.expanded(), np.array(p.f_tail, np.int64)
+    key = pk.expanded().for_verification(batch_size)
+    data, offsets, rows = batch_data.verification_arrays(p, msgs, sigs, range(batch_size))
+    verdicts = np.zeros(batch_size, np.bool_)
+    randomness = [os.urandom(p.salt_bytes) for _ in range(batch_size)]
+    salts, T, V, R = batch_data.signing_inputs(p, msgs, randomness, [esk.seed_sk])
+    S, ok = np.zeros((batch_size, p.k * p.n), np.uint8), np.zeros(batch_size, np.bool_)
+
+    def sign_loops():
+        batch_data.signing_inputs(p, msgs, randomness, [esk.seed_sk])
+        batch_kernels.sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok)
+
+    def least(fn):
+        fn()
+        out = []
+        for _ in range(rounds):
+            c = time.thread_time()
+            fn()
+            out.append((time.thread_time() - c) / batch_size * 1e6)
+        return min(out)
+
+    calls = {"verify": (lambda: pk.verify_many(msgs, sigs, threads=1, backend="cpu"),
+                        lambda: batch_kernels.verify_chunk(key[0], key[1], data, offsets, rows, f_tail,
+                                                           p.k, p.n, p.m, p.digest_bytes, verdicts)),
+             "sign": (lambda: sk.sign_many(msgs, threads=1, backend="cpu"), sign_loops)}
+    res = {}
+    for op, (whole, loops) in calls.items():
+        w, c = least(whole), least(loops)
+        res[op] = {"whole_us": w, "compiled_us": c, "gil_us": w - c}
+    return res
+
+
+def public_calls(alg, batch_size: int, rounds: int = 7, threads=None) -> dict:
+    """Signatures and verifications per second through the public calls (default arguments,
+    new random messages each round) and through the CPU backend directly on the same inputs,
+    interleaved round by round; medians, their ratio, and the CPU seconds per wall second."""
+    from ..engine.inputs import draw_randomness
+    from ..engine.pool import check_threads
+    from ..mayo.batch_cpu import CPU
+    p = alg.params
+    sk = alg.generate_private_key()
+    pk = sk.public_key()
+    th = check_threads(threads)
+    timings = {name: [] for name in ("sign public", "sign engine", "verify public", "verify engine")}
+
+    def timed(name, fn):
+        w, c = time.perf_counter(), time.process_time()
+        result = fn()
+        dw = time.perf_counter() - w
+        timings[name].append((batch_size / dw, (time.process_time() - c) / dw))
+        return result
+
+    for r in range(rounds + 1):                # round 0 warms up (compiles, expands the keys)
+        msgs = [os.urandom(32) for _ in range(batch_size)]
+        randomness, out = draw_randomness(None, batch_size, p.salt_bytes), [None] * batch_size
+        good, verdicts = np.arange(batch_size), np.zeros(batch_size, np.bool_)
+        sign = [("sign public", lambda: sk.sign_many(msgs, threads=threads)),
+                ("sign engine", lambda: CPU.sign_one_key(p, sk, msgs, randomness, out, th))]
+        verify = [("verify public", lambda: pk.verify_many(msgs, sigs, threads=threads)),
+                  ("verify engine", lambda: CPU.verify_one_key(p, pk, msgs, sigs, good, verdicts, th))]
+        for name, fn in sign[::1 - 2 * (r % 2)]:      # odd rounds: the engine first
+            result = timed(name, fn)
+            if name == "sign public":
+                sigs = result
+        for name, fn in verify[::1 - 2 * (r % 2)]:
+            timed(name, fn)
+        if r == 0:
+            timings = {name: [] for name in timings}
+    res = {name: {"per_s": float(np.median([v[0] for v in vals])),
+                  "cpu_per_wall": float(np.median([v[1] for v in vals]))} for name, vals in timings.items()}
+    for op in ("sign", "verify"):
+        res[op + " ratio"] = res[op + " public"]["per_s"] / res[op + " engine"]["per_s"]
+    return res
+
+
 # -- the benchmark -------------------------------------------------------------------------------
 
 def run(alg_names=None, batch_size=512, distinct=128, threads=None, seconds=0.2, progress=None,
-        kernels_too=True) -> dict:
-    from ..mayo import ALGORITHMS, batch, get
+        kernels_too=True, rounds=7) -> dict:
+    from ..engine.pool import cpu_threads
+    from ..mayo import ALGORITHMS, get
     from ..mayo import verify_many as verify_distinct, sign_many as sign_distinct
-    threads = threads or batch.cpu_threads()
+    threads = threads or cpu_threads()
     algs = [get(a) for a in (alg_names or ALGORITHMS)]
     rates = {"word": word_op_rate(seconds), "scalar": scalar_op_rate(seconds)}
     out = {"machine": machine(), "threads": threads, "batch": batch_size, "distinct": distinct,
@@ -219,6 +313,9 @@ def run(alg_names=None, batch_size=512, distinct=128, threads=None, seconds=0.2,
         dv, _ = _throughput(lambda: verify_distinct(alg, cpks, d_msgs, d_sigs, backend="cpu", threads=threads),
                             distinct, 1)
         row["distinct_keys"] = {"keygen_per_s": kg, "sign_per_s": ds, "verify_per_s": dv}
+        say(f"{alg.name}: public calls against the CPU backend, {rounds} rounds")
+        row["public"] = public_calls(alg, batch_size, rounds, threads)
+        row["gil_held"] = gil_held(alg, min(batch_size, 1024), rounds)
         if kernels_too:
             say(f"{alg.name}: kernels")
             counts = op_counts(p)
@@ -248,6 +345,24 @@ def table(res: dict) -> str:
                      f"(cpu x{many['verify_cpu_per_wall']:.2f}) | {one['sign_per_s']:,.0f} | {many['sign_per_s']:,.0f} "
                      f"(cpu x{many['sign_cpu_per_wall']:.2f}) | {d['keygen_per_s']:,.0f} | {d['sign_per_s']:,.0f} | "
                      f"{d['verify_per_s']:,.0f} |")
+    lines += ["", f"Public calls with default arguments (new messages each round) against the CPU backend called "
+              f"directly, interleaved, median of rounds, batch {res['batch']}:", "",
+              "| set | sign/s public | sign/s engine | ratio | verify/s public | verify/s engine | ratio |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in res["sets"]:
+        pc = r["public"]
+        lines.append(f"| {r['alg']} | " + " | ".join(
+            f"{pc[op + ' public']['per_s']:,.0f} (cpu x{pc[op + ' public']['cpu_per_wall']:.2f}) | "
+            f"{pc[op + ' engine']['per_s']:,.0f} (cpu x{pc[op + ' engine']['cpu_per_wall']:.2f}) | {pc[op + ' ratio']:.2f}"
+            for op in ("sign", "verify")) + " |")
+    lines += ["", "CPU time per element on one thread (least of the rounds): the whole call, its compiled loops, "
+              "and the difference, spent in Python holding the GIL:", "",
+              "| set | sign µs whole | compiled | GIL-held | verify µs whole | compiled | GIL-held |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in res["sets"]:
+        g = r["gil_held"]
+        lines.append(f"| {r['alg']} | " + " | ".join(f"{g[op]['whole_us']:.1f} | {g[op]['compiled_us']:.1f} | "
+                                                    f"{g[op]['gil_us']:.1f}" for op in ("sign", "verify")) + " |")
     if any(r["kernels"] for r in res["sets"]):
         lines += ["", "| set | kernel | ops (kind) | model µs | measured µs | % of model |", "|---|---|---:|---:|---:|---:|"]
         for r in res["sets"]:

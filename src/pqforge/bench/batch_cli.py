@@ -27,6 +27,7 @@ def add_arguments(s) -> None:
     s.add_argument("--threads", type=positive_int, help="threads for the parallel runs (default: all cores)")
     s.add_argument("--seconds", type=positive_float, default=0.2, help="minimum measuring time per kernel")
     s.add_argument("--no-kernels", action="store_true", help="skip the per-kernel model table")
+    s.add_argument("--rounds", type=positive_int, default=7, help="rounds of the public-call measurement (median)")
     s.add_argument("--json", metavar="PATH", help="also write the results as JSON")
 
 
@@ -35,7 +36,8 @@ def cmd(args) -> int:
     outputs = [Output(args.json)] if args.json is not None else []
     check_outputs(outputs, force=True)
     res = run(args.alg, batch_size=args.batch, distinct=args.distinct, threads=args.threads, seconds=args.seconds,
-              progress=lambda s: print(f"  {s}", file=sys.stderr), kernels_too=not args.no_kernels)
+              progress=lambda s: print(f"  {s}", file=sys.stderr), kernels_too=not args.no_kernels,
+              rounds=args.rounds)
     print(table(res))
     if args.json:
         write_outputs(outputs, [json.dumps(res, indent=1).encode()], force=True)

@@ -1,4 +1,4 @@
-"""The package's own constant-time targets, registered on import.
+"""The package's own constant-time targets (``registry`` registers them on first use).
 
 Kernel targets call one compiled kernel on buffers prepared at the parameter set's real sizes;
 their secret arguments are those the kernel's docstring names (``pqforge.gf16.kernels``,
@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from .registry import Target, register
+from .target import Target
 
 MAYO_ALGS = ("MAYO-2", "MAYO-1", "MAYO-3", "MAYO-5")
 """MAYO-2 first: the default parameter set of a MAYO target."""
@@ -248,6 +248,36 @@ def _mayo_kernel_targets():
     ])
 
 
+# -- hashing inside the batch loops -------------------------------------------------------------
+
+def _batch_hash_targets():
+    from .. import shake
+    from ..mayo import batch_kernels as bk
+    algs = dict(algs=MAYO_ALGS, params_for=_mayo_params)
+    count = 3
+
+    def shake256(p, rng, fixed):           # SHAKE256 of a secret input (a seed, say) over two blocks
+        return (rng.integers(0, 256, 200, dtype=np.uint8), np.zeros(p.salt_bytes + 150, np.uint8),
+                np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64))
+
+    def hashes(p, rng, fixed):             # three elements, the last under a second key: seeds and rand secret
+        lengths = _SHARED.integers(0, 300, count)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        data = _SHARED.integers(0, 256, int(offsets[-1]) + 1, dtype=np.uint8)
+        return (data, offsets, rng.integers(0, 256, (count, p.salt_bytes), dtype=np.uint8),
+                rng.integers(0, 256, (2, p.sk_seed_bytes), dtype=np.uint8), np.array([0, 0, 1], np.int64),
+                p.digest_bytes, np.zeros((count, p.salt_bytes), np.uint8), np.zeros((count, p.m), np.uint8),
+                np.zeros((count, p.k, p.v), np.uint8), np.zeros((count, p.k * p.o), np.uint8))
+
+    return _existing([
+        Target("shake256", "compiled SHAKE256 of a secret 200-byte input, squeezed over two blocks",
+               _k(shake, "shake256_into"), shake256, secret_args=("src",), **algs),
+        Target("mayo-signing-hashes", "the hashes of batch signing in compiled code: salt, t, vinegar and r "
+               "from the message, the salt randomness and the secret seed (seeds and rand secret)",
+               _k(bk, "signing_hashes"), hashes, secret_args=("rand", "seeds"), **algs),
+    ])
+
+
 # -- MAYO operations ----------------------------------------------------------------------------
 
 def _fresh(data: bytes) -> bytes:
@@ -467,8 +497,11 @@ def _mceliece_targets():
     ]
 
 
-def _register_all():
-    groups = (("pqforge.mayo", lambda: _gf16_targets() + _mayo_kernel_targets() + _mayo_operation_targets()),
+def builtin_targets() -> list[Target]:
+    """Every target of the scheme packages that exist."""
+    found = []
+    groups = (("pqforge.mayo", lambda: _gf16_targets() + _mayo_kernel_targets() + _batch_hash_targets()
+                     + _mayo_operation_targets()),
               ("pqforge.mceliece", _mceliece_targets))
     for package, make in groups:
         try:
@@ -477,8 +510,5 @@ def _register_all():
             if exc.name != package:
                 raise
             continue
-        for t in make():
-            register(t, replace=True)
-
-
-_register_all()
+        found += make()
+    return found

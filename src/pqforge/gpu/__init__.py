@@ -11,6 +11,8 @@ set before numba is first imported), which is how the test suite exercises them.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
 
 from ..errors import DeviceOutOfMemory
@@ -29,8 +31,24 @@ def stack_installed() -> bool:
     return True
 
 
+DRIVER_LIBRARY = "nvcuda.dll" if os.name == "nt" else "libcuda.so.1"
+
+
+@functools.lru_cache(maxsize=None)
+def driver_present() -> bool:
+    """Whether the NVIDIA driver library can be loaded: without it no device can answer, and
+    asking numba-cuda would cost its import (about 0.3 s) on the first large batch call."""
+    try:
+        ctypes.CDLL(DRIVER_LIBRARY)
+    except OSError:
+        return False
+    return True
+
+
 def available(allow_simulator: bool = False) -> bool:
     """True when numba-cuda is installed and a CUDA device answers (or, if allowed, the simulator is on)."""
+    if not simulator_enabled() and not driver_present():
+        return False
     try:
         from numba import cuda
     except ImportError:

@@ -1,4 +1,5 @@
-"""Host side of the GPU backend: batching, transfers, device-memory limits, errors.
+"""The CUDA backend of batched MAYO (``CUDA``, the engine's ``SignatureBackend``): batching,
+transfers, device-memory limits, errors.
 
 Keys are expanded on the device once per distinct key and shared by its elements; batches are
 cut into launches that keep the per-element scratch near 1 GiB. Randomness is drawn on the host
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
+from ..engine.backends import SignatureBackend
 from ..errors import InvalidKey
 from ..mayo.scheme import NO_FULL_RANK
 from . import aes, keccak, out_of_memory_as_error
@@ -215,3 +217,39 @@ def sign_groups(p, groups: list[tuple[bytes, list[int]]], messages, randomness, 
                                 [randomness[j] for j in sl], sl)
                 for j, sig in zip(sl, sigs):
                     out[j] = sig
+
+
+# -- the backend ---------------------------------------------------------------------------------
+
+class CudaBackend(SignatureBackend):
+    """Compact keys run on the device; groups under expanded keys are left to the CPU."""
+
+    name = "cuda"
+
+    def verify_one_key(self, p, key, messages, sigs, good, out, threads) -> None:
+        verify_same_key(p, key.public_bytes_raw(), messages, sigs, out, good)
+
+    def verify_groups(self, p, groups, messages, sigs, out, threads) -> dict:
+        verify_distinct_keys(p, {key: g for key, g in groups.items() if len(key) == p.cpk_bytes}, messages, sigs, out)
+        return {key: g for key, g in groups.items() if len(key) != p.cpk_bytes}
+
+    def sign_one_key(self, p, key, messages, randomness, out, threads) -> None:
+        sign_groups(p, [(key.private_bytes_raw(), list(range(len(messages))))], messages, randomness, out)
+
+    def sign_groups(self, p, groups, messages, randomness, out, threads) -> dict:
+        device, host = [], {}
+        for ident, g in groups.items():
+            key = g[0][1]
+            seed = key if isinstance(key, bytes) else key.private_bytes_raw()
+            if len(seed) == p.csk_bytes:
+                device.append((seed, [i for i, _ in g]))
+            else:
+                host[ident] = g
+        sign_groups(p, device, messages, randomness, out)
+        return host
+
+    def public_keys(self, p, seeds, threads) -> list[bytes]:
+        return keygen(p, seeds) if seeds else []
+
+
+CUDA = CudaBackend()

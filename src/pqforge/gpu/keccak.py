@@ -1,9 +1,9 @@
 """Keccak-f[1600] and SHAKE256 on the device (one thread computes one hash).
 
 The state is 25 uint64 lanes, lane (x, y) at index x + 5 y, bytes little-endian within a lane.
-The rotation offsets and round constants are derived here from their definitions in FIPS 202
-(the (x, y) -> (y, 2x + 3y) walk and the degree-8 LFSR), not typed in. Constant-time: the
-permutation is fixed shifts, XORs and ANDs; message lengths are public.
+The rotation offsets and round constants are those of ``pqforge.shake`` (derived there from
+their definitions in FIPS 202). Constant-time: the permutation is fixed shifts, XORs and ANDs;
+message lengths are public.
 """
 
 from __future__ import annotations
@@ -11,39 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, uint64
 
-RATE = 136  # SHAKE256: 1088-bit rate
+from .. import shake
 
-
-def _rho_offsets() -> np.ndarray:
-    r = np.zeros(25, np.int64)
-    x, y = 1, 0
-    for t in range(24):
-        r[x + 5 * y] = ((t + 1) * (t + 2) // 2) % 64
-        x, y = y, (2 * x + 3 * y) % 5
-    return r
-
-
-def _round_constants() -> np.ndarray:
-    def rc_bit(t):
-        if t % 255 == 0:
-            return 1
-        reg = 1
-        for _ in range(t % 255):
-            reg <<= 1
-            if reg & 0x100:
-                reg ^= 0x171   # x^8 + x^6 + x^5 + x^4 + 1
-        return reg & 1
-    out = np.zeros(24, np.uint64)
-    for i in range(24):
-        v = 0
-        for j in range(7):
-            v |= rc_bit(j + 7 * i) << ((1 << j) - 1)
-        out[i] = v
-    return out
-
-
-RHO = _rho_offsets()
-RC = _round_constants()
+RATE, RHO, RC = shake.RATE, shake.RHO, shake.RC
 
 
 @cuda.jit(device=True)

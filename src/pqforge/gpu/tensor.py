@@ -28,14 +28,18 @@ matrices of L and P1 too.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from functools import lru_cache
 
 import numba as nb
 import numpy as np
 
 from ..gf16 import unbitslice
-from ..mayo import kernels, scheme
 from .._compile_cache import JIT_CACHE
+from ..engine import pool
+from ..engine.backends import OneKeyBackend, array_module, device_memory
+from ..mayo import batch_data, kernels, scheme
 
 
 def x_powers_bits(elements, xp):
@@ -304,7 +308,6 @@ def verify_batch(p, prepared: PreparedPublicKey, messages, sigs, chunk: int | No
     ``DEVICE_HASH_MIN`` signatures on; the signatures are decoded where the GEMMs run, and the
     verdicts come back once, so the chunks queue on the device without waiting for each other.
     """
-    from ..mayo import batch
     xp = prepared.xp
     count = len(sigs)
     if count == 0:
@@ -312,7 +315,7 @@ def verify_batch(p, prepared: PreparedPublicKey, messages, sigs, chunk: int | No
     chunk = chunk or default_chunk(p, xp, prepared.dtype)
     raw = np.frombuffer(b"".join(sigs), np.uint8).reshape(count, p.sig_bytes)
     if xp is np or count < DEVICE_HASH_MIN:
-        T = xp.asarray(batch.targets(p, messages, [s[p.sig_bytes - p.salt_bytes:] for s in sigs]))
+        T = xp.asarray(batch_data.targets(p, messages, [s[p.sig_bytes - p.salt_bytes:] for s in sigs]))
     else:
         T = nibbles(xp.asarray(_targets_on_device(p, messages, raw[:, p.sig_bytes - p.salt_bytes:])), p.m, xp)
     body = xp.asarray(np.ascontiguousarray(raw[:, :(p.k * p.n + 1) // 2]))
@@ -364,30 +367,61 @@ class _SignChunk:
     thread pool by ``start()``, the signatures collected by ``result()``."""
 
     def __init__(self, p, esk, prepared: PreparedSecretKey, messages, randomness, threads=None):
-        from ..mayo import batch
         self.p, self.esk, self.messages, self.randomness = p, esk, messages, randomness
-        self.threads = batch.check_threads(threads)
-        self.salts, self.T, self.V, self.R = batch._signing_inputs(p, messages, randomness,
-                                                                   [esk.seed_sk] * len(messages))
+        self.threads = pool.check_threads(threads)
+        self.salts, self.T, self.V, self.R = batch_data.signing_inputs(p, messages, randomness, [esk.seed_sk])
         self.Mw, self.Uw = prepared.words(self.V)
         self.S = np.zeros((len(messages), p.k * p.n), np.uint8)
         self.ok = np.zeros(len(messages), np.bool_)
 
     def start(self) -> "_SignChunk":
-        from ..mayo import batch
         f_tail = np.array(self.p.f_tail, np.int64)
         Mw, Uw, T, R, V, S, ok, O = self.Mw, self.Uw, self.T, self.R, self.V, self.S, self.ok, self.esk.O
 
         def work(lo, hi):
             _finish_chunk(Mw[lo:hi], Uw[lo:hi], T[lo:hi], R[lo:hi], V[lo:hi], O, f_tail, self.p.n, S[lo:hi], ok[lo:hi])
 
-        self.parts = batch.start_chunks(work, len(self.messages), self.threads)
+        self.parts = pool.start_chunks(work, len(self.messages), self.threads)
         return self
 
     def result(self) -> list[bytes]:
-        from ..mayo import batch
-        batch.finish_chunks(self.parts)
+        pool.finish_chunks(self.parts)
         out: list = [None] * len(self.messages)
-        batch._finish_signatures(self.p, range(len(self.messages)), self.S, self.ok, self.salts, self.messages,
-                                 self.randomness, out, lambda row: self.esk)
+        batch_data.finish_signatures(self.p, range(len(self.messages)), self.S, self.ok, self.salts,
+                                     self.messages, self.randomness, out, lambda row: self.esk)
         return out
+
+
+# -- the tensor path as a backend of single-key calls --------------------------------------------
+
+_prepared = weakref.WeakKeyDictionary()   # key object -> {array module name: prepared key matrix}
+_prepared_lock = threading.Lock()
+
+
+def _prepared_key(owner, backend: str, build):
+    """The key matrix of ``owner`` for this backend, built once per key object (kept while it lives)."""
+    xp, dtype = array_module(backend)
+    with _prepared_lock:
+        slot = _prepared.setdefault(owner, {})
+    if xp.__name__ not in slot:
+        slot[xp.__name__] = build(xp, dtype)
+    return slot[xp.__name__]
+
+
+class TensorPath(OneKeyBackend):
+    """``path="tensor"`` of single-key calls on the backend ``name``: numpy (fp32) on "cpu", CuPy
+    (fp16) on "cuda"; each key object's matrix prepared once and kept while the object lives."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def verify_one_key(self, p, key, messages, sigs, good, out, threads) -> None:
+        with device_memory(self.name, len(good)):
+            prepared = _prepared_key(key, self.name, lambda xp, dt: PreparedPublicKey(p, key.expanded().P, xp, dt))
+            out[good] = verify_batch(p, prepared, [messages[j] for j in good], [sigs[j] for j in good])
+
+    def sign_one_key(self, p, key, messages, randomness, out, threads) -> None:
+        esk = key.expanded()
+        with device_memory(self.name, len(messages)):
+            prepared = _prepared_key(key, self.name, lambda xp, dt: PreparedSecretKey(p, esk.L, esk.P1, xp, dt))
+            out[:] = sign_batch(p, esk, prepared, messages, randomness, threads=threads)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Union
 
 from ..algorithms import lookup
-from ..drbg import Rng, system_rng
+from ..drbg import Rng
+from ..engine.inputs import checked_rng
 from ..errors import InvalidInput, InvalidKey, InvalidSignature, InvalidType, BytesLike, require_bytes
 from . import scheme
 from .params import ROUND2, MayoParams
@@ -37,21 +38,6 @@ def resolve(params: ParamsLike) -> MayoParams:
         found: MayoParams = lookup(_BY_NAME, params, "MAYO parameter set")
         return found
     raise InvalidType(f"params must be a MAYO parameter set, algorithm or name, not {type(params).__name__}")
-
-
-def checked_rng(rng: Rng | None) -> Rng:
-    """An rng that fails loudly when the supplied callable does not return n bytes."""
-    source = system_rng if rng is None else rng
-    if not callable(source):
-        raise InvalidType(f"rng must be a callable n -> bytes, not {type(source).__name__}")
-
-    def draw(n: int) -> bytes:
-        out = source(n)
-        if not isinstance(out, (bytes, bytearray)) or len(out) != n:
-            raise InvalidInput(f"rng returned {type(out).__name__} of length "
-                               f"{len(out) if hasattr(out, '__len__') else '?'}; expected {n} bytes")
-        return bytes(out)
-    return draw
 
 
 def _check_key(p: MayoParams, key: BytesLike, what: str, compact: int, expanded: int) -> bytes:

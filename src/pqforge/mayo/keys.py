@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..drbg import Rng
+from ..engine.inputs import checked_rng
 from ..errors import BytesLike, InvalidKey, InvalidSignature, require_bytes
 from . import api, scheme
 from .params import MayoParams
@@ -67,8 +68,8 @@ class MayoPublicKey:
         length is False. See ``pqforge.mayo.batch`` for backends, threads and paths.
         """
         from . import batch
-        verdicts: npt.NDArray[np.bool_] = batch.verify_many_one_key(self.algorithm.params, self.expanded, messages, signatures,
-                                         backend=backend, threads=threads, cpk=self._cpk, path=path, owner=self)
+        verdicts: npt.NDArray[np.bool_] = batch.verify_many_one_key(self.algorithm.params, self, messages, signatures,
+                                         backend=backend, threads=threads, path=path)
         return verdicts
 
 
@@ -98,7 +99,7 @@ class MayoPrivateKey:
     def sign(self, data: BytesLike, rng: Rng | None = None) -> bytes:
         """Signature of ``data`` (``signature_size`` bytes). ``rng`` feeds the salt randomness."""
         data = require_bytes(data, "data")
-        return scheme.sign(self.algorithm.params, self.expanded(), data, api.checked_rng(rng))
+        return scheme.sign(self.algorithm.params, self.expanded(), data, checked_rng(rng))
 
     def __repr__(self) -> str:
         return f"<MayoPrivateKey {self.algorithm.name}>"
@@ -110,8 +111,8 @@ class MayoPrivateKey:
         The salt randomness of every message is drawn from ``rng`` up front, in list order.
         """
         from . import batch
-        signatures: list[bytes] = batch.sign_many_one_key(self.algorithm.params, self.expanded, messages, rng=rng,
-                                       backend=backend, threads=threads, csk=self._csk, path=path, owner=self)
+        signatures: list[bytes] = batch.sign_many_one_key(self.algorithm.params, self, messages, rng=rng,
+                                       backend=backend, threads=threads, path=path)
         return signatures
 
 

@@ -1,0 +1,205 @@
+"""The CPU backend of batched MAYO: chunks of a batch on the engine's thread pool.
+
+Per chunk, the hashing and byte handling run in Python (``batch_data``), then one compiled loop
+(``batch_kernels``) runs the whole chunk without the GIL. Each distinct key is expanded once per
+call and shared by its elements; keys that only a few elements share are expanded inside the
+compiled loops, one after another into reused buffers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import pool
+from ..engine.backends import SignatureBackend
+from ..symmetric import aes128_ctr_into
+from . import api, batch_data, batch_kernels, scheme
+from .params import MayoParams
+
+FRESH_KEY_BYTES = 4 << 20
+"""Keystream bytes of the keys one chunk holds at a time (fresh-key verification and signing,
+key generation)."""
+
+
+def _many_elements(group) -> bool:
+    """Enough elements under one key to split them across the threads (else: one key per task)."""
+    return len(group) >= 4 * pool.cpu_threads()
+
+
+def _keys_per_chunk(p: MayoParams) -> int:
+    return max(1, FRESH_KEY_BYTES // (p.P1_bytes + p.P2_bytes))
+
+
+# -- verification --------------------------------------------------------------------------------
+
+def _expanded_public(p, key) -> scheme.ExpandedPublicKey:
+    return key.expanded() if not isinstance(key, bytes) else api.expanded_public(p, key)
+
+
+def _verify_indices(p: MayoParams, key, messages, sigs, out, idx):
+    """out[idx] = the verdicts of the well-formed signatures sigs[idx] under one key, given as
+    ``ExpandedPublicKey.for_verification``'s (matrix, encoded)."""
+    data, offsets, rows = batch_data.verification_arrays(p, messages, sigs, idx)
+    res = np.zeros(len(idx), np.bool_)
+    batch_kernels.verify_chunk(key[0], key[1], data, offsets, rows, np.array(p.f_tail, np.int64),
+                               p.k, p.n, p.m, p.digest_bytes, res)
+    out[idx] = res
+
+
+def _verify_one_key(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs, out, index, threads):
+    """out[index[j]] = verdict of (messages[j], sigs[j]) for well-formed signatures under one key."""
+    index = np.asarray(index).tolist()    # Python ints: indexing the lists with numpy integers is slower
+    key = epk.for_verification(len(index))    # resolved once, before the threads share it
+    pool.run_chunks(lambda lo, hi: _verify_indices(p, key, messages, sigs, out, index[lo:hi]), len(index), threads)
+
+
+def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
+    """Elements under key byte strings that few elements share (``groups``: [(index, key)] per
+    key). Per chunk of keys, the encodings of P1 || P2 (AES from a compact key, copied from an
+    expanded one) are made in Python, then one compiled loop assembles each key
+    into a reused buffer and verifies its elements: no key object and no allocation per key."""
+    p12, seed, mb = p.P1_bytes + p.P2_bytes, p.pk_seed_bytes, p.m_bytes
+    to_p12, to_p3 = scheme._public_entry_places(p)
+    f_tail = np.array(p.f_tail, np.int64)
+
+    def work(lo, hi):
+        part = groups[lo:hi]
+        flat = np.empty(len(part) * p12 + 15, np.uint8)     # 15 spare bytes: aes128_ctr_into's rule
+        P3 = np.empty((len(part), p.P3_bytes), np.uint8)
+        idx, first = [], [0]
+        for q, g in enumerate(part):
+            key = g[0][1]
+            if len(key) == p.cpk_bytes:
+                aes128_ctr_into(key[:seed], p12, memoryview(flat)[q * p12:])
+                P3[q] = np.frombuffer(key, np.uint8, offset=seed)
+            else:    # expanded: P1 || P2 || P3
+                flat[q * p12:(q + 1) * p12] = np.frombuffer(key, np.uint8, p12)
+                P3[q] = np.frombuffer(key, np.uint8, offset=p12)
+            idx += [i for i, _ in g]
+            first.append(len(idx))
+        data, offsets, rows = batch_data.verification_arrays(p, messages, sigs, idx)
+        slots = np.zeros((p.n * (p.n + 1) // 2, p.words), np.uint64)
+        res = np.zeros(len(idx), np.bool_)
+        batch_kernels.verify_fresh_keys(flat[:len(part) * p12].reshape(len(part), -1, mb),
+                                        P3.reshape(len(part), -1, mb), to_p12, to_p3, np.array(first, np.int64),
+                                        data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes,
+                                        slots, slots.view(np.uint8), res)
+        out[idx] = res
+
+    pool.run_chunks(work, len(groups), threads, _keys_per_chunk(p))
+
+
+# -- signing -------------------------------------------------------------------------------------
+
+def _expanded_secret(p, key) -> scheme.ExpandedSecretKey:
+    return key.expanded() if not isinstance(key, bytes) else api.expanded_secret(p, key)
+
+
+def _sign_one_key(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, randomness, out, index, threads):
+    """out[index[j]] = signature of messages[j] with salt randomness randomness[j], one secret key."""
+    f_tail = np.array(p.f_tail, np.int64)
+
+    def work(lo, hi):
+        idx = index[lo:hi]
+        salts, T, V, R = batch_data.signing_inputs(p, [messages[j] for j in idx], [randomness[j] for j in idx],
+                                                   [esk.seed_sk])
+        S = np.zeros((len(idx), p.k * p.n), np.uint8)
+        ok = np.zeros(len(idx), np.bool_)
+        batch_kernels.sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok)
+        batch_data.finish_signatures(p, idx, S, ok, salts, messages, randomness, out, lambda row: esk)
+
+    pool.run_chunks(work, len(index), threads)
+
+
+def _sign_fresh_keys(p: MayoParams, groups, messages, randomness, out, threads):
+    """Elements under compact secret keys that few elements share (``groups``: [(index, seed)]
+    per key). Per chunk of keys the seed expansion and the keystreams are done in Python and the
+    elements hashed in compiled code (``batch_data.signing_inputs``), then one compiled loop
+    (``batch_kernels.sign_fresh_keys``) expands each key and signs its elements: one GIL-free
+    stretch per chunk instead of several per key."""
+    f_tail = np.array(p.f_tail, np.int64)
+
+    def work(lo, hi):
+        part = groups[lo:hi]
+        seeds = [g[0][1] for g in part]
+        _, streams, O = batch_data.seed_streams(p, seeds)
+        idx, first, key_of = [], [0], []
+        for q, g in enumerate(part):
+            idx += [i for i, _ in g]
+            key_of += [q] * len(g)
+            first.append(len(idx))
+        salts, T, V, R = batch_data.signing_inputs(p, [messages[j] for j in idx], [randomness[j] for j in idx],
+                                                   seeds, first)
+        S = np.zeros((len(idx), p.k * p.n), np.uint8)
+        ok = np.zeros(len(idx), np.bool_)
+        batch_kernels.sign_fresh_keys(streams, O, np.array(first, np.int64), V, R, T, f_tail, p.n, p.m, S, ok)
+        batch_data.finish_signatures(p, idx, S, ok, salts, messages, randomness, out,
+                                     lambda row: scheme.expand_sk(p, seeds[key_of[row]]))
+
+    pool.run_chunks(work, len(groups), threads, _keys_per_chunk(p))
+
+
+# -- the backend ---------------------------------------------------------------------------------
+
+class CpuBackend(SignatureBackend):
+    name = "cpu"
+
+    def verify_one_key(self, p, key, messages, sigs, good, out, threads) -> None:
+        _verify_one_key(p, key.expanded(), messages, sigs, out, good, threads)
+
+    def verify_groups(self, p, groups, messages, sigs, out, threads) -> dict:
+        items = list(groups.values())
+        for g in filter(_many_elements, items):   # many elements under one key: split them across the threads
+            _verify_one_key(p, _expanded_public(p, g[0][1]), messages, sigs, out, [i for i, _ in g], threads)
+        small = [g for g in items if not _many_elements(g)]
+        objects = [g for g in small if not isinstance(g[0][1], bytes)]
+
+        def work(lo, hi):  # key objects (they keep their expansion) with few elements each
+            for g in objects[lo:hi]:
+                _verify_indices(p, g[0][1].expanded().for_verification(len(g)), messages, sigs, out,
+                                [i for i, _ in g])
+
+        pool.run_chunks(work, len(objects), threads)
+        _verify_fresh_keys(p, [g for g in small if isinstance(g[0][1], bytes)], messages, sigs, out, threads)
+        return {}
+
+    def sign_one_key(self, p, key, messages, randomness, out, threads) -> None:
+        _sign_one_key(p, key.expanded(), messages, randomness, out, np.arange(len(messages)), threads)
+
+    def sign_groups(self, p, groups, messages, randomness, out, threads) -> dict:
+        items = list(groups.values())
+        for g in filter(_many_elements, items):
+            _sign_one_key(p, _expanded_secret(p, g[0][1]), messages, randomness, out,
+                          np.array([i for i, _ in g], np.int64), threads)
+        fresh, kept = [], []        # compact keys; expanded keys and key objects (they keep their expansion)
+        for g in items:
+            if not _many_elements(g):
+                (fresh if isinstance(g[0][1], bytes) and len(g[0][1]) == p.csk_bytes else kept).append(g)
+
+        def work(lo, hi):
+            for g in kept[lo:hi]:
+                _sign_one_key(p, _expanded_secret(p, g[0][1]), messages, randomness, out,
+                              np.array([i for i, _ in g], np.int64), 1)
+
+        pool.run_chunks(work, len(kept), threads)
+        _sign_fresh_keys(p, fresh, messages, randomness, out, threads)
+        return {}
+
+    def public_keys(self, p, seeds, threads) -> list[bytes]:
+        """Per chunk of seeds on the pool, the hashing and the keystreams in Python, then one
+        compiled loop (``batch_kernels.public_keys_chunk``) for the rest: one GIL-free stretch
+        per chunk, not per key."""
+        out: list = [None] * len(seeds)
+
+        def work(lo, hi):
+            seed_pks, streams, O = batch_data.seed_streams(p, seeds[lo:hi])
+            encoded = np.empty((hi - lo, p.P3_bytes), np.uint8)
+            batch_kernels.public_keys_chunk(streams, O, p.m, encoded)
+            for q, seed_pk in enumerate(seed_pks):
+                out[lo + q] = seed_pk + encoded[q].tobytes()
+
+        pool.run_chunks(work, len(seeds), threads, _keys_per_chunk(p))
+        return out
+
+
+CPU = CpuBackend()

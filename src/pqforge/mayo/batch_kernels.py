@@ -1,0 +1,188 @@
+"""Compiled loops of the CPU batch backend: a whole chunk of a batch per call, without the GIL.
+
+Each loop runs its chunk through the per-instance cores of ``kernels.py`` (``evaluate_public``,
+``sign_attempt``, the key expansions); the threads of the engine's pool call them on separate
+cores. The elements are hashed in compiled code too (``pqforge.shake``; ``signing_hashes``,
+``_element_inputs``), so a thread holds the GIL only to hand over a chunk's bytes and collect
+its results (``batch_data``).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .._compile_cache import JIT_CACHE
+from ..shake import shake256_into
+from . import kernels
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
+def verdict(s, P, encoded, f_tail, t, y) -> bool:
+    """P*(s) == t, with y as scratch. Public data only: the verdict is public."""
+    y[:] = 0
+    kernels.evaluate_public(s, P, encoded, f_tail, y)
+    same = True
+    for e in range(y.shape[0]):
+        same &= y[e] == t[e]
+    return same
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
+def signing_hashes(data, offsets, rand, seeds, key_of, digest_bytes, salts, T, V, R):
+    """The hashes of signing, per element b under the secret seed seeds[key_of[b]], as the
+    specification computes them: digest = SHAKE256(M) with M = data[offsets[b]:offsets[b+1]],
+    salts[b] = SHAKE256(digest || rand[b] || seed), T[b] = Decode(SHAKE256(digest || salt)), and
+    the vinegar V[b] (k, v) and r = R[b] of the first attempt, decoded from
+    SHAKE256(digest || salt || seed || 0).
+
+    Secret: seeds, rand, V, R and the hash buffers; every length and index is a public size or
+    the element's (public) key number. Runs without the GIL.
+    """
+    k, v = V.shape[1], V.shape[2]
+    rand_bytes, seed_bytes, salt_bytes = rand.shape[1], seeds.shape[1], salts.shape[1]
+    v_bytes, d = (v + 1) // 2, digest_bytes
+    buf = np.zeros(d + max(rand_bytes, salt_bytes) + seed_bytes + 1, np.uint8)
+    t_bytes = np.zeros((T.shape[1] + 1) // 2, np.uint8)
+    vr = np.zeros(k * v_bytes + (R.shape[1] + 1) // 2, np.uint8)
+    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    for b in range(T.shape[0]):
+        seed = seeds[key_of[b]]
+        shake256_into(data[offsets[b]:offsets[b + 1]], buf[:d], A, B, C)
+        buf[d:d + rand_bytes] = rand[b]
+        buf[d + rand_bytes:d + rand_bytes + seed_bytes] = seed
+        shake256_into(buf[:d + rand_bytes + seed_bytes], salts[b], A, B, C)
+        buf[d:d + salt_bytes] = salts[b]
+        shake256_into(buf[:d + salt_bytes], t_bytes, A, B, C)
+        for e in range(T.shape[1]):
+            T[b, e] = (t_bytes[e >> 1] >> (4 * (e & 1))) & 15
+        buf[d + salt_bytes:d + salt_bytes + seed_bytes] = seed
+        buf[d + salt_bytes + seed_bytes] = 0
+        shake256_into(buf[:d + salt_bytes + seed_bytes + 1], vr, A, B, C)
+        for i in range(k):
+            for j in range(v):
+                V[b, i, j] = (vr[i * v_bytes + (j >> 1)] >> (4 * (j & 1))) & 15
+        for e in range(R.shape[1]):
+            R[b, e] = (vr[k * v_bytes + (e >> 1)] >> (4 * (e & 1))) & 15
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
+def _target(message, salt, hashed, t_bytes, t, A, B, C):
+    """t = Decode(SHAKE256(SHAKE256(message) || salt)); ``hashed`` holds digest || salt, A, B, C
+    are Keccak scratch. Public data only (verification)."""
+    d = hashed.shape[0] - salt.shape[0]
+    shake256_into(message, hashed[:d], A, B, C)
+    hashed[d:] = salt
+    shake256_into(hashed, t_bytes, A, B, C)
+    for e in range(t.shape[0]):
+        t[e] = (t_bytes[e >> 1] >> (4 * (e & 1))) & 15
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
+def targets(data, offsets, salts, digest_bytes, T):
+    """T[b] = Decode(SHAKE256(SHAKE256(M) || salts[b])) with M = data[offsets[b]:offsets[b+1]].
+
+    Public data only (verification). Runs without the GIL.
+    """
+    hashed, t_bytes = np.empty(digest_bytes + salts.shape[1], np.uint8), np.empty((T.shape[1] + 1) // 2, np.uint8)
+    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    for b in range(T.shape[0]):
+        _target(data[offsets[b]:offsets[b + 1]], salts[b], hashed, t_bytes, T[b], A, B, C)
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
+def _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C):
+    """t and s of element b: the target of the message data[offsets[b]:offsets[b+1]] and the salt
+    at the end of signature sigs[b] (``_target``), and s (k, n) decoded from the signature's body."""
+    k, n = s.shape
+    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
+    _target(data[offsets[b]:offsets[b + 1]], sigs[b, sigs.shape[1] - salt_bytes:], hashed, t_bytes, t, A, B, C)
+    for e in range(k * n):
+        s[e // n, e % n] = (sigs[b, e >> 1] >> (4 * (e & 1))) & 15
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
+def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out):
+    """out[b] = (P*(s_b) == t_b) for the message data[offsets[b]:offsets[b+1]] and the signature
+    sigs[b] (a row of signature bytes), hashed and decoded here (``_element_inputs``); P
+    bitsliced or, with ``encoded``, in its byte encoding (see ``kernels.evaluate_public``).
+
+    Public data only (verification). Runs without the GIL.
+    """
+    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
+    hashed, t_bytes = np.empty(digest_bytes + salt_bytes, np.uint8), np.empty((m + 1) // 2, np.uint8)
+    t, s, y = np.empty(m, np.uint8), np.empty((k, n), np.uint8), np.zeros(m, np.uint8)
+    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    for b in range(sigs.shape[0]):
+        _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
+        out[b] = verdict(s, P, encoded, f_tail, t, y)
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
+def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes,
+                      slots, slot_bytes, out):
+    """Elements under keys that only a few of them share: for each key q, its P assembled from
+    the encodings P12[q] (P1 || P2) and P3[q] (rows of m/2 bytes) into ``slots``, the one reused
+    matrix in ``ExpandedPublicKey.nibbles`` form (``slot_bytes`` is its byte view; see
+    ``scheme._assemble_public``), then the verdict of each element b in first[q] .. first[q+1]-1
+    as in ``verify_chunk``.
+
+    Public data only (verification). Runs without the GIL.
+    """
+    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
+    hashed, t_bytes = np.empty(digest_bytes + salt_bytes, np.uint8), np.empty((m + 1) // 2, np.uint8)
+    t, s, y = np.empty(m, np.uint8), np.empty((k, n), np.uint8), np.zeros(m, np.uint8)
+    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    for q in range(P12.shape[0]):
+        kernels.place_rows(slot_bytes, to_p12, P12[q])
+        kernels.place_rows(slot_bytes, to_p3, P3[q])
+        for b in range(first[q], first[q + 1]):
+            _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
+            out[b] = verdict(s, slots, True, f_tail, t, y)
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
+def sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
+    """One signing attempt per element: S[b] = s for vinegar V[b] (k, v), r = R[b], target T[b].
+
+    ok[b] tells whether the system had full rank (public by design: it only decides a retry).
+    Secret: O, P1, L, V, R, S before it is returned, and every intermediate; they pass only
+    through the constant-time kernels of ``kernels.py`` (masks, public loop bounds and indices).
+    Runs without the GIL.
+    """
+    B, k, v = V.shape
+    o = O.shape[1]
+    x = np.zeros(k * o, np.uint8)
+    for b in range(B):
+        ok[b] = kernels.sign_attempt(V[b], R[b], P1, L, T[b], f_tail, x)
+        kernels.assemble_signature(V[b], O, x, n, S[b])
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
+def sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok):
+    """Elements under compact keys that only a few of them share: for each key q, P1 and L
+    expanded from its keystream of P1 || P2 and its oil matrix O[q] into one buffer reused
+    from key to key (``kernels.expand_secret_from_stream``), then one signing attempt for each
+    of its elements b = first[q] .. first[q+1]-1 (``sign_chunk``).
+
+    Secret: O, L, V, R, S and every intermediate (constant-time kernels only); the rank bits
+    ok are public. Runs without the GIL.
+    """
+    v, o = O.shape[1], O.shape[2]
+    W = 4 * ((m + 63) // 64)
+    e1 = v * (v + 1) // 2
+    P1L = np.empty((e1 + v * o, W), np.uint64)
+    P1, L = P1L[:e1], P1L[e1:].reshape(v, o, W)
+    for q in range(streams.shape[0]):
+        kernels.expand_secret_from_stream(streams[q], O[q], m, P1L)
+        a, b = first[q], first[q + 1]
+        sign_chunk(O[q], P1, L, V[a:b], R[a:b], T[a:b], f_tail, n, S[a:b], ok[a:b])
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
+def public_keys_chunk(streams, O, m, out):
+    """out[q] = the encoded P3 of key q from its keystream of P1 || P2 and its oil matrix
+    (``kernels.public_key_from_stream``). Secret: O and all derived from it. Runs without the GIL.
+    """
+    for q in range(streams.shape[0]):
+        kernels.public_key_from_stream(streams[q], O[q], m, out[q])
