@@ -1,7 +1,7 @@
 """Batch benchmark: throughput of batched MAYO on the CPU (and, when present, the GPU).
 
-    python -m pqforge.bench.batch                     # all four sets, batch 512, all cores
-    python -m pqforge.bench.batch --alg MAYO-2 --batch 2048 --json out.json
+    pqforge bench-batch                               # all four sets, batch 512, all cores
+    pqforge bench-batch --alg MAYO-2 --batch 2048 --json out.json
 
 Per parameter set it reports operations per second for
   * same key, expanded key cached: sign_many and verify_many, with 1 thread and with all cores
@@ -23,9 +23,7 @@ rate of the simplest vectorised XOR loop.
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
 
 import numba as nb
@@ -370,14 +368,3 @@ def table(res: dict) -> str:
                 lines.append(f"| {r['alg']} | {kr['kernel']} | {kr['ops']:,.0f} ({kr['kind']}) | {kr['model_us']:,.1f} | "
                              f"{kr['measured_us']:,.1f} | {kr['pct_of_model']:.0f}% |")
     return "\n".join(lines)
-
-
-def main(argv=None) -> int:
-    from .batch_cli import add_arguments, cmd
-    p = argparse.ArgumentParser(prog="python -m pqforge.bench.batch", description=__doc__.splitlines()[0])
-    add_arguments(p)
-    return cmd(p.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -49,3 +49,13 @@ def add_parser(sub) -> None:
     s = sub.add_parser("bench-batch", help="throughput of batched signing and verification")
     add_arguments(s)
     s.set_defaults(func=cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pqforge.bench.batch_cli", description="throughput of batched signing and verification")
+    add_arguments(p)
+    return cmd(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
