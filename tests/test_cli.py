@@ -173,6 +173,14 @@ def test_version_and_help_list_the_algorithms():
     assert "1 an invalid signature" in text
 
 
+def test_listed_names_are_the_implemented_algorithms():
+    """``names()`` reads the shipped KAT hashes (no scheme import): it must list every algorithm
+    the schemes implement, and nothing else."""
+    from pqforge.mayo import ALGORITHMS as MAYO
+    from pqforge.mceliece import ALGORITHMS as MCELIECE
+    assert sorted(pqforge.algorithms.names()) == sorted([*MAYO, *MCELIECE])
+
+
 def test_algorithm_names_in_any_spelling(tmp_path):
     for i, spelling in enumerate(("mayo-2", "MAYO2", "Mayo_2")):
         r = run("keygen", "--alg", spelling, "--out", str(tmp_path / f"k{i}"))
