@@ -290,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--alg", action="append", help="algorithm (repeatable; default: all)")
     s.set_defaults(func=cmd_precompile)
 
-    for module in ("pqforge.ct.cli", "pqforge.bench.batch"):  # command groups in their own modules
+    for module in ("pqforge.ct.cli", "pqforge.bench.batch", "pqforge.service.cli"):  # command groups in their own modules
         try:
             importlib.import_module(module).add_parser(sub)
         except ModuleNotFoundError as exc:

@@ -1,0 +1,465 @@
+"""The FastAPI application: routes under /v1, auth, dynamic batching, errors, metrics, lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import logging
+import os
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from ..errors import PQForgeError
+from . import models, tokens
+from .batcher import Batcher, QueueFull
+from .config import Settings
+from .keys import KeyRing, KeyUnusable, algorithm
+from .metrics import Metrics
+from .sealing import Sealer, load_master_key
+from .store import StoreUnavailable, open_store
+
+log = logging.getLogger("pqforge.service")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, kind: str, message: str, field: str | None = None, headers=None):
+        super().__init__(message)
+        self.status, self.kind, self.field, self.headers = status, kind, field, headers
+
+
+class ClientGone(Exception):
+    """The client closed the connection while its request waited for a batch."""
+
+
+def _error(status: int, kind: str, message: str, field: str | None = None, headers=None) -> JSONResponse:
+    body = {"error": {"kind": kind, "message": message, "field": field}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+class Principal:
+    __slots__ = ("token_id", "scopes")
+
+    def __init__(self, token_id: str | None, scopes):
+        self.token_id, self.scopes = token_id, scopes
+
+    def require(self, scope: str) -> None:
+        if self.token_id is None:
+            raise ApiError(401, "unauthenticated", "Authorization: expected 'Bearer <token>'", "Authorization",
+                           {"WWW-Authenticate": "Bearer"})
+        if not tokens.allows(self.scopes, scope):
+            raise ApiError(403, "forbidden", f"this token lacks the scope {scope!r}")
+
+
+class Service:
+    """Everything a request needs: store, keys, batcher, metrics, settings."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.store = open_store(settings.store)
+        master_key, self.master_key_source = load_master_key(settings.master_key_path())
+        self.keys = KeyRing(self.store, Sealer(master_key), settings.cache_ttl_s)
+        del master_key
+        self.metrics = Metrics(settings.backend)
+        workers = max(2, os.cpu_count() or 1)
+        self.executor = ThreadPoolExecutor(workers, thread_name_prefix="pqforge-batch")
+        self.batcher = Batcher(self.executor, settings.max_batch, settings.max_wait_ms, settings.max_queue,
+                               observe=self.metrics.observe_batch)
+        self.warmed = threading.Event()
+        self._tokens: dict[str, tuple[float, str, list]] = {}
+        self._compute = {"backend": settings.backend, "threads": settings.compute_threads}
+
+    # --- blocking helpers, run in worker threads -----------------------------------------------
+    def warm_up(self) -> None:
+        names = set(self.settings.warm_up)
+        try:
+            names.update(self.store.key_algorithms())
+        except StoreUnavailable:
+            log.warning("store unavailable at start; warming up only the configured algorithms")
+        for name in sorted(names):
+            started = time.monotonic()
+            algorithm(name, "warm_up").warm_up()
+            log.info("warmed up %s in %.1f s", name, time.monotonic() - started)
+        self.warmed.set()
+
+    def authenticate(self, header: str | None) -> Principal:
+        if not header:
+            return Principal(None, ())
+        scheme, _, token = header.partition(" ")
+        parsed = tokens.parse(token.strip()) if scheme.lower() == "bearer" else None
+        if parsed is None:
+            raise ApiError(401, "unauthenticated", "Authorization: expected 'Bearer pqf_<id>_<secret>'",
+                           "Authorization", {"WWW-Authenticate": "Bearer"})
+        token_id, secret = parsed
+        cached = self._tokens.get(token_id)
+        if cached is None or time.monotonic() - cached[0] >= self.settings.cache_ttl_s:
+            row = self.store.token_hash(token_id)
+            if row is None:
+                self._tokens.pop(token_id, None)
+                raise ApiError(401, "unauthenticated", "unknown or revoked token", "Authorization",
+                               {"WWW-Authenticate": "Bearer"})
+            cached = self._tokens[token_id] = (time.monotonic(), row[0], row[1])
+        if not tokens.matches(cached[1], secret):
+            raise ApiError(401, "unauthenticated", "unknown or revoked token", "Authorization",
+                           {"WWW-Authenticate": "Bearer"})
+        return Principal(token_id, cached[2])
+
+    def sign_batch(self, key_id: str, items) -> list[bytes]:
+        """items: (message, token id). Signs, writes the audit rows, then answers."""
+        sk = self.keys.private_key(key_id, "signature")
+        messages = [m for m, _ in items]
+        signatures = sk.sign_many(messages, **self._compute)
+        now = time.time()
+        self.store.audit([(now, t, key_id, "sign", hashlib.sha256(m).hexdigest()) for m, t in items])
+        return signatures
+
+    def verify_batch(self, pk, items) -> list[bool]:
+        return pk.verify_many([m for m, _ in items], [s for _, s in items], **self._compute).tolist()
+
+    # --- async helpers ---------------------------------------------------------------------------
+    async def batched(self, request: Request, queue_key: tuple, payload, run):
+        try:
+            future = self.batcher.submit(queue_key, payload, run)
+        except QueueFull as exc:
+            retry = max(1, round(exc.retry_after_s + 0.5))
+            raise ApiError(429, "queue_full", f"too many requests waiting for {queue_key[0]}; retry later",
+                           headers={"Retry-After": str(retry)}) from None
+        self.metrics.queue_depth.set(self.batcher.depth())
+        gone = asyncio.ensure_future(_disconnected(request))
+        try:
+            await asyncio.wait((future, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if not future.done():
+            future.cancel()        # the batcher skips it: no compute for a client that left
+            raise ClientGone()
+        return future.result()
+
+    def public_key_for(self, body: models._KeyChoice):
+        if body.key_id is not None:
+            if body.public_key is not None or body.alg is not None:
+                raise ApiError(422, "invalid", "give key_id, or public_key and alg, not both", "key_id")
+            record = self.keys.usable(body.key_id, "signature")
+            return record.id, self.keys.public_key(record.alg, record.public_key)
+        if body.public_key is None or body.alg is None:
+            raise ApiError(422, "invalid", "expected key_id, or public_key and alg", "key_id")
+        alg = algorithm(body.alg)
+        if alg.kind != "signature":
+            raise ApiError(422, "invalid", f"alg: {alg.name} is a KEM; expected a signature algorithm", "alg")
+        if len(body.public_key) != alg.public_key_size:
+            raise ApiError(422, "invalid", f"public_key: a {alg.name} public key is {alg.public_key_size} bytes, "
+                                           f"got {len(body.public_key)}", "public_key")
+        return None, self.keys.public_key(alg.name, body.public_key)
+
+    def check_count(self, count: int, field: str) -> None:
+        if count > self.settings.max_messages:
+            raise ApiError(422, "too_many", f"{field}: at most {self.settings.max_messages} per request, got {count}",
+                           field)
+
+
+async def _disconnected(request: Request) -> None:
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def _key_info(record) -> dict:
+    info = record.public_dict()
+    info["public_key"] = _b64(record.public_key)
+    return info
+
+
+_OPERATION = re.compile(r"^/v1/(?:keys/[^/]+/)?([a-z-]+)$")
+
+
+def _operation(method: str, path: str) -> str:
+    """A small, fixed set of metric labels (never a key id)."""
+    match = _OPERATION.match(path)
+    if match and match.group(1) != "keys":
+        return match.group(1)
+    if path.startswith("/v1/keys"):
+        return {"GET": "get-key" if path.count("/") > 2 else "list-keys", "POST": "create-key",
+                "DELETE": "destroy-key"}.get(method, "keys")
+    return path.strip("/") or "root" if path in ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs") else "other"
+
+
+class Guard:
+    """Pure ASGI middleware: body-size limit (413) and per-operation metrics."""
+
+    def __init__(self, app, service: Service):
+        self.app, self.service = app, service
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        limit = self.service.settings.max_body_bytes
+        metrics = self.service.metrics
+        operation = _operation(scope["method"], scope["path"])
+        status = [500]
+        started = time.perf_counter()
+
+        async def send_status(message):
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > limit:
+                response = _error(413, "too_large", f"body: at most {limit} bytes, got {int(value)}", "body")
+                await response(scope, receive, send_status)
+                metrics.record(operation, 413, time.perf_counter() - started)
+                return
+        seen = [0]
+
+        async def limited_receive():
+            message = await receive()
+            if message["type"] == "http.request":
+                seen[0] += len(message.get("body", b""))
+                if seen[0] > limit:
+                    raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send_status)
+        except _TooLarge:
+            response = _error(413, "too_large", f"body: at most {limit} bytes", "body")
+            await response(scope, receive, send_status)
+        metrics.record(operation, status[0], time.perf_counter() - started)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_app(settings: Settings) -> FastAPI:
+    service = Service(settings)
+
+    @asynccontextmanager
+    async def lifespan(app):
+        where = "loopback only" if settings.host in ("127.0.0.1", "::1", "localhost") else f"{settings.host}"
+        log.info("store %s; master key from %s; listening on %s", _store_label(settings.store),
+                 service.master_key_source, where)
+        threading.Thread(target=_warm, args=(service,), name="pqforge-warm-up", daemon=True).start()
+        yield
+        log.info("draining %d queued requests", service.batcher.depth())
+        await service.batcher.drain()
+        service.executor.shutdown(wait=True)
+        service.store.close()
+
+    app = FastAPI(title="pqforge", version="1", lifespan=lifespan,
+                  description="Post-quantum signing, verification and KEM with dynamically batched kernels.",
+                  responses={401: {"model": models.Error}, 403: {"model": models.Error},
+                             422: {"model": models.Error}, 503: {"model": models.Error}})
+    app.state.service = service
+
+    async def principal(request: Request) -> Principal:
+        return await run_in_threadpool(service.authenticate, request.headers.get("authorization"))
+
+    # --- errors ------------------------------------------------------------------------------
+    @app.exception_handler(ApiError)
+    async def api_error(request, exc: ApiError):
+        service.metrics.errors.labels(exc.kind).inc()
+        return _error(exc.status, exc.kind, str(exc), exc.field, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request, exc: RequestValidationError):
+        first = exc.errors()[0]
+        loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
+        field = ".".join(loc) or "body"
+        if first.get("type") == "json_invalid":
+            service.metrics.errors.labels("bad_json").inc()
+            return _error(400, "bad_json", "body: expected a JSON object", "body")
+        message = first.get("msg", "invalid").removeprefix("Value error, ")
+        if first.get("type") == "missing":
+            message = "required field is missing"
+        elif first.get("type") == "extra_forbidden":
+            message = "unexpected field"
+        service.metrics.errors.labels("invalid").inc()
+        return _error(422, "invalid", f"{field}: {message}", field)
+
+    @app.exception_handler(KeyUnusable)
+    async def key_unusable(request, exc: KeyUnusable):
+        service.metrics.errors.labels(exc.kind).inc()
+        return _error(exc.status, exc.kind, str(exc), "key_id")
+
+    @app.exception_handler(StoreUnavailable)
+    async def store_unavailable(request, exc):
+        service.metrics.errors.labels("store_unavailable").inc()
+        log.warning("%s", exc)
+        return _error(503, "store_unavailable", "the key store is unavailable; retry later",
+                      headers={"Retry-After": "1"})
+
+    @app.exception_handler(PQForgeError)
+    async def library_error(request, exc: PQForgeError):
+        service.metrics.errors.labels("invalid").inc()
+        message = str(exc)
+        field = message.split(":", 1)[0] if re.match(r"^[a-z_]+:", message) else None
+        return _error(422, "invalid", message, field)
+
+    @app.exception_handler(ClientGone)
+    async def client_gone(request, exc):
+        service.metrics.errors.labels("client_gone").inc()
+        return Response(status_code=499)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request, exc):
+        service.metrics.errors.labels("internal").inc()
+        log.error("internal error %s in %s %s", type(exc).__name__, request.method, request.url.path)
+        return _error(500, "internal", "internal error")
+
+    # --- health and metrics ------------------------------------------------------------------
+    @app.get("/healthz", tags=["health"])
+    async def healthz():
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"])
+    async def readyz():
+        try:
+            await run_in_threadpool(service.store.ping)
+            store_ok = True
+        except StoreUnavailable:
+            store_ok = False
+        ready = store_ok and service.warmed.is_set()
+        body = {"ready": ready, "store": store_ok, "warmed_up": service.warmed.is_set()}
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    @app.get("/metrics", tags=["health"])
+    async def metrics():
+        return Response(service.metrics.render(), media_type=service.metrics.content_type)
+
+    # --- keys --------------------------------------------------------------------------------
+    @app.post("/v1/keys", status_code=201, response_model=models.KeyInfo, tags=["keys"])
+    async def create_key(body: models.CreateKey, who: Principal = Depends(principal)):
+        who.require("admin")
+        algorithm(body.alg)
+        record = await asyncio.get_running_loop().run_in_executor(service.executor, service.keys.create,
+                                                                   body.alg, body.label)
+        log.info("key %s (%s) created by token %s", record.id, record.alg, who.token_id)
+        return JSONResponse(_key_info(record), status_code=201)
+
+    @app.get("/v1/keys", response_model=models.KeyList, tags=["keys"])
+    async def list_keys(limit: int = Query(50, ge=1, le=1000), after: str | None = None,
+                        who: Principal = Depends(principal)):
+        who.require("admin")
+        records = await run_in_threadpool(service.store.list_keys, limit + 1, after)
+        more = len(records) > limit
+        records = records[:limit]
+        return JSONResponse({"keys": [_key_info(r) for r in records],
+                             "next": records[-1].id if more else None})
+
+    @app.get("/v1/keys/{key_id}", response_model=models.KeyInfo, tags=["keys"])
+    async def get_key(key_id: str, who: Principal = Depends(principal)):
+        if who.token_id is None:
+            who.require("verify")
+        return JSONResponse(_key_info(await run_in_threadpool(service.keys.record, key_id, True)))
+
+    @app.post("/v1/keys/{key_id}/disable", response_model=models.KeyInfo, tags=["keys"])
+    async def disable_key(key_id: str, who: Principal = Depends(principal)):
+        who.require("admin")
+        record = await run_in_threadpool(service.keys.set_state, key_id, "disabled")
+        log.info("key %s disabled by token %s", key_id, who.token_id)
+        return JSONResponse(_key_info(record))
+
+    @app.delete("/v1/keys/{key_id}", response_model=models.KeyInfo, tags=["keys"])
+    async def destroy_key(key_id: str, who: Principal = Depends(principal)):
+        who.require("admin")
+        record = await run_in_threadpool(service.keys.set_state, key_id, "destroyed")
+        log.info("key %s destroyed by token %s", key_id, who.token_id)
+        return JSONResponse(_key_info(record))
+
+    # --- signatures --------------------------------------------------------------------------
+    @app.post("/v1/keys/{key_id}/sign", response_model=models.Signature, tags=["signatures"])
+    async def sign(key_id: str, body: models.Sign, request: Request, who: Principal = Depends(principal)):
+        who.require(f"sign:{key_id}")
+        await run_in_threadpool(service.keys.usable, key_id, "signature")
+        signature = await service.batched(request, ("sign", key_id), (body.message, who.token_id),
+                                          lambda items: service.sign_batch(key_id, items))
+        return JSONResponse({"signature": _b64(signature)})
+
+    @app.post("/v1/keys/{key_id}/sign-many", response_model=models.Signatures, tags=["signatures"])
+    async def sign_many(key_id: str, body: models.SignMany, who: Principal = Depends(principal)):
+        who.require(f"sign:{key_id}")
+        service.check_count(len(body.messages), "messages")
+        items = [(m, who.token_id) for m in body.messages]
+        signatures = await asyncio.get_running_loop().run_in_executor(service.executor, service.sign_batch,
+                                                                       key_id, items)
+        service.metrics.observe_batch("sign-many", len(items), service.batcher.depth())
+        return JSONResponse({"signatures": [_b64(s) for s in signatures]})
+
+    @app.post("/v1/verify", response_model=models.Verdict, tags=["signatures"])
+    async def verify(body: models.Verify, request: Request, who: Principal = Depends(principal)):
+        if not settings.public_verify:
+            who.require("verify")
+        key_ref, pk = await run_in_threadpool(service.public_key_for, body)
+        queue_key = ("verify", key_ref or (pk.algorithm.name, pk.public_bytes_raw()))
+        valid = await service.batched(request, queue_key, (body.message, body.signature),
+                                      lambda items: service.verify_batch(pk, items))
+        return JSONResponse({"valid": valid})
+
+    @app.post("/v1/verify-many", response_model=models.Verdicts, tags=["signatures"])
+    async def verify_many(body: models.VerifyMany, who: Principal = Depends(principal)):
+        if not settings.public_verify:
+            who.require("verify")
+        service.check_count(len(body.messages), "messages")
+        if len(body.signatures) != len(body.messages):
+            raise ApiError(422, "invalid", f"signatures: expected one per message ({len(body.messages)}), "
+                                           f"got {len(body.signatures)}", "signatures")
+        _, pk = await run_in_threadpool(service.public_key_for, body)
+        valid = await asyncio.get_running_loop().run_in_executor(
+            service.executor, service.verify_batch, pk, list(zip(body.messages, body.signatures)))
+        return JSONResponse({"valid": valid})
+
+    # --- KEM -----------------------------------------------------------------------------------
+    @app.post("/v1/keys/{key_id}/encapsulate", response_model=models.Encapsulation, tags=["kem"])
+    async def encapsulate(key_id: str, who: Principal = Depends(principal)):
+        who.require("kem")
+        record = await run_in_threadpool(service.keys.usable, key_id, "kem")
+        pk = service.keys.public_key(record.alg, record.public_key)
+        ciphertext, shared = await asyncio.get_running_loop().run_in_executor(service.executor, pk.encapsulate)
+        return JSONResponse({"ciphertext": _b64(ciphertext), "shared_secret": _b64(shared)})
+
+    @app.post("/v1/keys/{key_id}/decapsulate", response_model=models.SharedSecret, tags=["kem"])
+    async def decapsulate(key_id: str, body: models.Decapsulate, who: Principal = Depends(principal)):
+        who.require("kem")
+
+        def run():
+            sk = service.keys.private_key(key_id, "kem")
+            size = sk.algorithm.ciphertext_size
+            if len(body.ciphertext) != size:
+                raise ApiError(422, "invalid", f"ciphertext: a {sk.algorithm.name} ciphertext is {size} bytes, "
+                                               f"got {len(body.ciphertext)}", "ciphertext")
+            shared = sk.decapsulate(body.ciphertext)
+            service.store.audit([(time.time(), who.token_id, key_id, "decapsulate",
+                                  hashlib.sha256(body.ciphertext).hexdigest())])
+            return shared
+        shared = await asyncio.get_running_loop().run_in_executor(service.executor, run)
+        return JSONResponse({"shared_secret": _b64(shared)})
+
+    app.add_middleware(Guard, service=service)
+    return app
+
+
+def _warm(service: Service) -> None:
+    try:
+        service.warm_up()
+    except Exception as exc:   # readiness stays red; the log says why
+        log.error("warm-up failed: %s: %s", type(exc).__name__, exc)
+
+
+def _store_label(url: str) -> str:
+    """The store URL without any password."""
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
+
