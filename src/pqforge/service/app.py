@@ -17,6 +17,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import PQForgeError
 from . import models, tokens
@@ -163,6 +164,15 @@ class Service:
                                            f"got {len(body.public_key)}", "public_key")
         return None, self.keys.public_key(alg.name, body.public_key)
 
+    @staticmethod
+    def check_signatures(pk, signatures, field: str) -> None:
+        size = pk.algorithm.signature_size
+        for i, signature in enumerate(signatures):
+            if len(signature) != size:
+                where = field if len(signatures) == 1 and field == "signature" else f"{field}[{i}]"
+                raise ApiError(422, "invalid", f"{where}: a {pk.algorithm.name} signature is {size} bytes, "
+                                               f"got {len(signature)}", where)
+
     def check_count(self, count: int, field: str) -> None:
         if count > self.settings.max_messages:
             raise ApiError(422, "too_many", f"{field}: at most {self.settings.max_messages} per request, got {count}",
@@ -223,25 +233,25 @@ class Guard:
                 metrics.record(operation, 413, time.perf_counter() - started)
                 return
         seen = [0]
+        refused = [False]
 
         async def limited_receive():
             message = await receive()
-            if message["type"] == "http.request":
+            if message["type"] == "http.request" and not refused[0]:
                 seen[0] += len(message.get("body", b""))
-                if seen[0] > limit:
-                    raise _TooLarge()
+                if seen[0] > limit:     # a chunked body grew past the limit: answer 413 now
+                    refused[0] = True
+                    await _error(413, "too_large", f"body: at most {limit} bytes", "body")(
+                        scope, receive, send_status)
+                    return {"type": "http.disconnect"}
             return message
 
-        try:
-            await self.app(scope, limited_receive, send_status)
-        except _TooLarge:
-            response = _error(413, "too_large", f"body: at most {limit} bytes", "body")
-            await response(scope, receive, send_status)
+        async def send_unless_refused(message):
+            if not refused[0]:
+                await send_status(message)
+
+        await self.app(scope, limited_receive, send_unless_refused)
         metrics.record(operation, status[0], time.perf_counter() - started)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -279,9 +289,11 @@ def create_app(settings: Settings) -> FastAPI:
         first = exc.errors()[0]
         loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
         field = ".".join(loc) or "body"
-        if first.get("type") == "json_invalid":
+        if first.get("type") == "json_invalid" or (field == "body" and first.get("type") in
+                                                   ("model_attributes_type", "dict_type")):
             service.metrics.errors.labels("bad_json").inc()
-            return _error(400, "bad_json", "body: expected a JSON object", "body")
+            return _error(400, "bad_json", "body: expected a JSON object (Content-Type: application/json)",
+                          "body")
         message = first.get("msg", "invalid").removeprefix("Value error, ")
         if first.get("type") == "missing":
             message = "required field is missing"
@@ -308,6 +320,11 @@ def create_app(settings: Settings) -> FastAPI:
         message = str(exc)
         field = message.split(":", 1)[0] if re.match(r"^[a-z_]+:", message) else None
         return _error(422, "invalid", message, field)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request, exc: StarletteHTTPException):
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
+        return _error(exc.status_code, kind, str(exc.detail))
 
     @app.exception_handler(ClientGone)
     async def client_gone(request, exc):
@@ -404,6 +421,7 @@ def create_app(settings: Settings) -> FastAPI:
         if not settings.public_verify:
             who.require("verify")
         key_ref, pk = await run_in_threadpool(service.public_key_for, body)
+        service.check_signatures(pk, [body.signature], "signature")
         queue_key = ("verify", key_ref or (pk.algorithm.name, pk.public_bytes_raw()))
         valid = await service.batched(request, queue_key, (body.message, body.signature),
                                       lambda items: service.verify_batch(pk, items))
@@ -418,6 +436,7 @@ def create_app(settings: Settings) -> FastAPI:
             raise ApiError(422, "invalid", f"signatures: expected one per message ({len(body.messages)}), "
                                            f"got {len(body.signatures)}", "signatures")
         _, pk = await run_in_threadpool(service.public_key_for, body)
+        service.check_signatures(pk, body.signatures, "signatures")
         valid = await asyncio.get_running_loop().run_in_executor(
             service.executor, service.verify_batch, pk, list(zip(body.messages, body.signatures)))
         return JSONResponse({"valid": valid})
