@@ -48,6 +48,7 @@ class Server:
 
     def start(self, ready: bool = True, timeout: float = 120.0) -> "Server":
         log = open(self.log_path, "a")
+        log_start = len(self.log())
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "pqforge.cli", "serve", "--store", self.store, "--port", "0",
              "--config", str(self.config), "--access-log", "--log-level", "debug"],
@@ -59,7 +60,7 @@ class Server:
             if time.monotonic() > deadline:
                 raise AssertionError(f"server not ready in {timeout} s:\n{self.log()}")
             if self.url is None:
-                ports = re.findall(r"Uvicorn running on https?://127\.0\.0\.1:(\d+)", self.log())
+                ports = re.findall(r"Uvicorn running on https?://127\.0\.0\.1:(\d+)", self.log()[log_start:])
                 if ports:
                     self.url = f"http://127.0.0.1:{ports[-1]}"
             time.sleep(0.1)
