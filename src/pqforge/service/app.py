@@ -95,7 +95,9 @@ class Service:
             log.info("warmed up %s in %.1f s", name, time.monotonic() - started)
         self.warmed.set()
 
-    def authenticate(self, header: str | None) -> Principal:
+    def authenticate(self, header: str | None, cached_only: bool = False) -> Principal | None:
+        """The caller's Principal; with ``cached_only``, None when the store must be asked (the
+        caller then repeats the call in a worker thread)."""
         if not header:
             return Principal(None, ())
         scheme, _, token = header.partition(" ")
@@ -106,6 +108,8 @@ class Service:
         token_id, secret = parsed
         cached = self._tokens.get(token_id)
         if cached is None or time.monotonic() - cached[0] >= self.settings.cache_ttl_s:
+            if cached_only:
+                return None
             row = self.store.token_hash(token_id)
             if row is None:
                 self._tokens.pop(token_id, None)
@@ -138,21 +142,27 @@ class Service:
             raise ApiError(429, "queue_full", f"too many requests waiting for {queue_key[0]}; retry later",
                            headers={"Retry-After": str(retry)}) from None
         self.metrics.queue_depth.set(self.batcher.depth())
-        gone = asyncio.ensure_future(_disconnected(request))
+        # a client that hangs up cancels its future, and the batcher skips cancelled futures
+        gone = asyncio.get_running_loop().create_task(_disconnected(request))
+        gone.add_done_callback(lambda _: future.cancel())
         try:
-            await asyncio.wait((future, gone), return_when=asyncio.FIRST_COMPLETED)
+            return await future
+        except asyncio.CancelledError:
+            if gone.done() and not gone.cancelled():
+                raise ClientGone() from None
+            raise
         finally:
             gone.cancel()
-        if not future.done():
-            future.cancel()        # the batcher skips it: no compute for a client that left
-            raise ClientGone()
-        return future.result()
 
-    def public_key_for(self, body: models._KeyChoice):
+    def public_key_for(self, body: models._KeyChoice, cached_only: bool = False):
+        """(key id or None, library public key) for a verify request; with ``cached_only``, None
+        when the store must be asked."""
         if body.key_id is not None:
             if body.public_key is not None or body.alg is not None:
                 raise ApiError(422, "invalid", "give key_id, or public_key and alg, not both", "key_id")
-            record = self.keys.usable(body.key_id, "signature")
+            record = self.keys.usable(body.key_id, "signature", cached_only)
+            if record is None:
+                return None
             return record.id, self.keys.public_key(record.alg, record.public_key)
         if body.public_key is None or body.alg is None:
             raise ApiError(422, "invalid", "expected key_id, or public_key and alg", "key_id")
@@ -276,7 +286,14 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.service = service
 
     async def principal(request: Request) -> Principal:
-        return await run_in_threadpool(service.authenticate, request.headers.get("authorization"))
+        header = request.headers.get("authorization")
+        return (service.authenticate(header, cached_only=True)
+                or await run_in_threadpool(service.authenticate, header))
+
+    async def usable_key(key_id: str, kind: str):
+        """The key's record; from memory while fresh, else read from the store in a worker thread."""
+        return service.keys.usable(key_id, kind, cached_only=True) or \
+            await run_in_threadpool(service.keys.usable, key_id, kind)
 
     # --- errors ------------------------------------------------------------------------------
     @app.exception_handler(ApiError)
@@ -401,7 +418,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/v1/keys/{key_id}/sign", response_model=models.Signature, tags=["signatures"])
     async def sign(key_id: str, body: models.Sign, request: Request, who: Principal = Depends(principal)):
         who.require(f"sign:{key_id}")
-        await run_in_threadpool(service.keys.usable, key_id, "signature")
+        await usable_key(key_id, "signature")
         signature = await service.batched(request, ("sign", key_id), (body.message, who.token_id),
                                           lambda items: service.sign_batch(key_id, items))
         return JSONResponse({"signature": _b64(signature)})
@@ -420,7 +437,8 @@ def create_app(settings: Settings) -> FastAPI:
     async def verify(body: models.Verify, request: Request, who: Principal = Depends(principal)):
         if not settings.public_verify:
             who.require("verify")
-        key_ref, pk = await run_in_threadpool(service.public_key_for, body)
+        key_ref, pk = service.public_key_for(body, cached_only=True) or \
+            await run_in_threadpool(service.public_key_for, body)
         service.check_signatures(pk, [body.signature], "signature")
         queue_key = ("verify", key_ref or (pk.algorithm.name, pk.public_bytes_raw()))
         valid = await service.batched(request, queue_key, (body.message, body.signature),
@@ -435,7 +453,7 @@ def create_app(settings: Settings) -> FastAPI:
         if len(body.signatures) != len(body.messages):
             raise ApiError(422, "invalid", f"signatures: expected one per message ({len(body.messages)}), "
                                            f"got {len(body.signatures)}", "signatures")
-        _, pk = await run_in_threadpool(service.public_key_for, body)
+        _, pk = service.public_key_for(body, cached_only=True) or await run_in_threadpool(service.public_key_for, body)
         service.check_signatures(pk, body.signatures, "signatures")
         valid = await asyncio.get_running_loop().run_in_executor(
             service.executor, service.verify_batch, pk, list(zip(body.messages, body.signatures)))
@@ -445,7 +463,7 @@ def create_app(settings: Settings) -> FastAPI:
     @app.post("/v1/keys/{key_id}/encapsulate", response_model=models.Encapsulation, tags=["kem"])
     async def encapsulate(key_id: str, who: Principal = Depends(principal)):
         who.require("kem")
-        record = await run_in_threadpool(service.keys.usable, key_id, "kem")
+        record = await usable_key(key_id, "kem")
         pk = service.keys.public_key(record.alg, record.public_key)
         ciphertext, shared = await asyncio.get_running_loop().run_in_executor(service.executor, pk.encapsulate)
         return JSONResponse({"ciphertext": _b64(ciphertext), "shared_secret": _b64(shared)})

@@ -51,11 +51,15 @@ class KeyRing:
         self.store.add_key(record, self.sealer.seal(key_id, alg.name, sk.private_bytes_raw()))
         return record
 
-    def record(self, key_id: str, fresh: bool = False) -> KeyRecord:
+    def record(self, key_id: str, fresh: bool = False, cached_only: bool = False) -> KeyRecord | None:
+        """The key's record: from memory when younger than ``ttl`` (unless ``fresh``), else from the
+        store; with ``cached_only``, None instead of asking the store."""
         now = time.monotonic()
         cached = self._records.get(key_id)
         if cached and not fresh and now - cached[0] < self.ttl:
             return cached[1]
+        if cached_only:
+            return None
         record = self.store.get_key(key_id)
         if record is None:
             raise KeyUnusable(404, "unknown_key", f"key_id: no key {key_id!r}")
@@ -64,8 +68,10 @@ class KeyRing:
             self._private.pop(key_id, None)
         return record
 
-    def usable(self, key_id: str, kind: str) -> KeyRecord:
-        record = self.record(key_id)
+    def usable(self, key_id: str, kind: str, cached_only: bool = False) -> KeyRecord | None:
+        record = self.record(key_id, cached_only=cached_only)
+        if record is None:
+            return None
         if record.state != "enabled":
             raise KeyUnusable(409, "key_" + record.state, f"key_id: key {key_id} is {record.state}")
         if record.kind != kind:

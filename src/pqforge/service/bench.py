@@ -1,0 +1,185 @@
+"""``pqforge bench-serve``: load-test the service on loopback, next to the library in the same run.
+
+For each (max_batch, max_wait_ms) setting a fresh ``pqforge serve`` process is started on an
+ephemeral port with its own SQLite file. The load generator is this process: asyncio, one
+keep-alive HTTP/1.1 connection per simulated client, a minimal request writer and response
+reader (lighter than a full client library, so that it leaves the server more of the CPU). It
+reports throughput and p50/p99 latency of single-message sign and verify requests at each
+concurrency, the many-message requests, the library's own ``sign_many`` / ``verify_many`` rate,
+and the CPU seconds used by the load generator and by the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def _cpu_seconds(pid: int | None = None) -> float:
+    if pid is None:
+        t = os.times()
+        return t.user + t.system
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class _Connection:
+    """One keep-alive HTTP/1.1 connection that sends POSTs and reads Content-Length answers."""
+
+    def __init__(self, port: int, token: str):
+        self.port, self.token = port, token
+
+    async def open(self):
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        return self
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        self.writer.write(b"POST %s HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer %s\r\n"
+                          b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                          % (path.encode(), self.token.encode(), len(body), body))
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+        return status, await self.reader.readexactly(length)
+
+    def close(self):
+        self.writer.close()
+
+
+async def _load(port: int, token: str, path: str, bodies: list[bytes], concurrency: int, limit_s: float):
+    """Send ``bodies`` (at most; stop at ``limit_s``) from ``concurrency`` connections."""
+    conns = [await _Connection(port, token).open() for _ in range(concurrency)]
+    latencies, errors, next_item = [], 0, 0
+    deadline = time.perf_counter() + limit_s
+
+    async def worker(conn):
+        nonlocal next_item, errors
+        while next_item < len(bodies) and time.perf_counter() < deadline:
+            body = bodies[next_item]
+            next_item += 1
+            started = time.perf_counter()
+            status, _ = await conn.post(path, body)
+            latencies.append(time.perf_counter() - started)
+            errors += status != 200
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(c) for c in conns))
+    elapsed = time.perf_counter() - started
+    for c in conns:
+        c.close()
+    latencies.sort()
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000 if latencies else float("nan")
+    return {"requests": len(latencies), "errors": errors, "per_s": len(latencies) / elapsed,
+            "p50_ms": pick(0.50), "p99_ms": pick(0.99)}
+
+
+def _start_server(workdir: Path, alg: str, max_batch: int, max_wait_ms: float, backend: str):
+    src = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    store = f"sqlite:///{workdir / 'bench.db'}"
+    (workdir / "bench.toml").write_text(f'[serve]\nwarm_up = ["{alg}"]\nmax_queue = 100000\n')
+    made = subprocess.run([sys.executable, "-m", "pqforge.cli", "tokens", "create", "--store", store,
+                           "--scope", "admin"], capture_output=True, text=True, env=env, check=True)
+    token = json.loads(made.stdout)["token"]
+    log = open(workdir / "server.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "pqforge.cli", "serve", "--store", store, "--port", "0",
+                             "--config", str(workdir / "bench.toml"), "--backend", backend,
+                             "--max-batch", str(max_batch), "--max-wait-ms", str(max_wait_ms),
+                             "--log-level", "info"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    import httpx
+    deadline = time.monotonic() + 600
+    port = None
+    while True:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"server did not start:\n{(workdir / 'server.log').read_text()[-2000:]}")
+        if port is None:
+            found = re.findall(r"Uvicorn running on http://127\.0\.0\.1:(\d+)", (workdir / "server.log").read_text())
+            port = int(found[-1]) if found else None
+        if port is not None:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+        time.sleep(0.2)
+    return proc, port, token
+
+
+def main(args) -> int:
+    from .. import algorithms
+    from ..client import Client
+    alg = algorithms.get(args.alg)
+    concurrencies = [int(c) for c in args.concurrency.split(",")]
+    settings = [(int(b), float(w)) for b in args.max_batch.split(",") for w in args.max_wait_ms.split(",")]
+    n = args.requests
+    messages = [b"bench message %d" % i for i in range(max(n, args.many))]
+
+    print(f"pqforge bench-serve: {alg.name}, backend {args.backend}, {os.cpu_count()} CPUs, "
+          f"at most {n} requests or {args.seconds:g} s per row; load generator: asyncio keep-alive connections")
+    sk = alg.generate_private_key()
+    pk = sk.public_key()
+    many = messages[:args.many]
+    pk.verify_many(many, sk.sign_many(many, backend=args.backend), backend=args.backend)  # expansions, caches
+    reps = max(1, 2000 // len(many))
+    t = time.perf_counter()
+    for _ in range(reps):
+        sigs = sk.sign_many(many, backend=args.backend)
+    lib_sign = reps * len(many) / (time.perf_counter() - t)
+    t = time.perf_counter()
+    for _ in range(reps):
+        pk.verify_many(many, sigs, backend=args.backend)
+    lib_verify = reps * len(many) / (time.perf_counter() - t)
+    print(f"library sign_many: {lib_sign:,.0f}/s   verify_many: {lib_verify:,.0f}/s   (batches of {len(many)})")
+    print(f"{'operation':<12} {'max_batch':>9} {'wait_ms':>7} {'clients':>7} {'requests':>8} {'errors':>6} "
+          f"{'per_s':>9} {'p50_ms':>7} {'p99_ms':>7} {'gen_cpu_s':>9} {'srv_cpu_s':>9}")
+
+    def row(op, mb, mw, clients, result, gen_cpu, srv_cpu):
+        print(f"{op:<12} {mb:>9} {mw:>7g} {clients:>7} {result['requests']:>8} {result['errors']:>6} "
+              f"{result['per_s']:>9,.0f} {result['p50_ms']:>7.1f} {result['p99_ms']:>7.1f} {gen_cpu:>9.2f} "
+              f"{srv_cpu:>9.2f}", flush=True)
+
+    for max_batch, max_wait in settings:
+        with tempfile.TemporaryDirectory(prefix="pqforge-bench-") as tmp:
+            proc, port, token = _start_server(Path(tmp), alg.name, max_batch, max_wait, args.backend)
+            try:
+                with Client(f"http://127.0.0.1:{port}", token) as c:
+                    key = c.create_key(alg.name)
+                    key_sigs = c.sign_many(key["id"], messages[:n])
+                b64 = lambda b: base64.b64encode(b).decode()
+                sign_bodies = [json.dumps({"message": b64(m)}).encode() for m in messages[:n]]
+                verify_bodies = [json.dumps({"key_id": key["id"], "message": b64(m), "signature": b64(s)}).encode()
+                                 for m, s in zip(messages[:n], key_sigs)]
+                jobs = [("sign", f"/v1/keys/{key['id']}/sign", sign_bodies),
+                        ("verify", "/v1/verify", verify_bodies)]
+                for op, path, bodies in jobs:
+                    for clients in concurrencies:
+                        gen0, srv0 = _cpu_seconds(), _cpu_seconds(proc.pid)
+                        result = asyncio.run(_load(port, token, path, bodies, clients, args.seconds))
+                        row(op, max_batch, max_wait, clients, result, _cpu_seconds() - gen0,
+                            _cpu_seconds(proc.pid) - srv0)
+                count = max(2, n // args.many)
+                many_jobs = [("sign-many", f"/v1/keys/{key['id']}/sign-many",
+                              json.dumps({"messages": [b64(m) for m in many]}).encode()),
+                             ("verify-many", "/v1/verify-many",
+                              json.dumps({"key_id": key["id"], "messages": [b64(m) for m in many],
+                                          "signatures": [b64(s) for s in key_sigs[:len(many)]]}).encode())]
+                for op, path, body in many_jobs:
+                    gen0, srv0 = _cpu_seconds(), _cpu_seconds(proc.pid)
+                    result = asyncio.run(_load(port, token, path, [body] * count, 2, args.seconds))
+                    result = {**result, "per_s": result["per_s"] * len(many)}
+                    row(op, max_batch, max_wait, 2, result, _cpu_seconds() - gen0, _cpu_seconds(proc.pid) - srv0)
+                    lib = lib_sign if op == "sign-many" else lib_verify
+                    print(f"  {op}: {result['per_s']:,.0f} messages/s = {100 * result['per_s'] / lib:.0f}% of the "
+                          f"library's rate ({len(many)} messages per request)")
+            finally:
+                proc.terminate()
+                proc.wait(timeout=60)
+    return 0
