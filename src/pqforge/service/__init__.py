@@ -15,6 +15,6 @@ from .config import Settings
 __all__ = ["Settings", "create_app"]
 
 
-def create_app(settings: Settings | None = None):
+def create_app(settings: Settings | None = None, submit=None):
     from .app import create_app as _create_app
-    return _create_app(settings or Settings())
+    return _create_app(settings or Settings(), submit)

@@ -67,7 +67,7 @@ class Principal:
 class Service:
     """Everything a request needs: store, keys, batcher, metrics, settings."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, submit=None):
         self.settings = settings
         self.store = open_store(settings.store)
         master_key, self.master_key_source = load_master_key(settings.master_key_path())
@@ -78,6 +78,9 @@ class Service:
         self.executor = ThreadPoolExecutor(workers, thread_name_prefix="pqforge-batch")
         self.batcher = Batcher(self.executor, settings.max_batch, settings.max_wait_ms, settings.max_queue,
                                observe=self.metrics.observe_batch)
+        # submit(queue key, payload, run) -> future of this payload's result; Ray Serve replicas
+        # pass one built on @serve.batch instead of this process's batcher
+        self.submit = submit or self.batcher.submit
         self.warmed = threading.Event()
         self._tokens: dict[str, tuple[float, str, list]] = {}
         self._compute = {"backend": settings.backend, "threads": settings.compute_threads}
@@ -136,7 +139,7 @@ class Service:
     # --- async helpers ---------------------------------------------------------------------------
     async def batched(self, request: Request, queue_key: tuple, payload, run):
         try:
-            future = self.batcher.submit(queue_key, payload, run)
+            future = self.submit(queue_key, payload, run)
         except QueueFull as exc:
             retry = max(1, round(exc.retry_after_s + 0.5))
             raise ApiError(429, "queue_full", f"too many requests waiting for {queue_key[0]}; retry later",
@@ -264,8 +267,8 @@ class Guard:
         metrics.record(operation, status[0], time.perf_counter() - started)
 
 
-def create_app(settings: Settings) -> FastAPI:
-    service = Service(settings)
+def create_app(settings: Settings, submit=None) -> FastAPI:
+    service = Service(settings, submit)
 
     @asynccontextmanager
     async def lifespan(app):
