@@ -43,7 +43,10 @@ class Settings:
         ``overrides`` whose value is not None."""
         values = {}
         if path:
-            import tomllib
+            try:
+                import tomllib
+            except ImportError:   # Python 3.10
+                raise InvalidInput("--config needs Python 3.11 or later (tomllib)") from None
             try:
                 data = tomllib.loads(Path(path).read_text())
             except OSError as exc:
