@@ -146,3 +146,26 @@ def test_sigterm_finishes_queued_requests_then_exits(tmp_path):
     assert "draining" in srv.log() and "Application shutdown complete" in srv.log()
     with pytest.raises(httpx.ConnectError):
         httpx.get(srv.url + "/healthz")
+
+
+def test_several_worker_processes_share_the_port_and_the_store(tmp_path):
+    srv = Server(tmp_path, settings={"workers": 2, "max_wait_ms": 5.0})
+    token = srv.token("admin")
+    srv.start()
+    try:
+        with Client(srv.url, token) as c:
+            key = c.create_key("MAYO-2")
+        messages = [b"worker message %d" % i for i in range(40)]
+
+        async def concurrent():
+            clients = [AsyncClient(srv.url, token) for _ in range(8)]   # separate connections
+            try:
+                return await asyncio.gather(*(clients[i % 8].sign(key["id"], m) for i, m in enumerate(messages)))
+            finally:
+                await asyncio.gather(*(c.aclose() for c in clients))
+        signatures = asyncio.run(concurrent())
+        pk = MAYO2.public_key_from_bytes(key["public_key"])
+        assert list(pk.verify_many(messages, signatures)) == [True] * len(messages)
+        assert len(set(re.findall(r"Started server process \[(\d+)\]", srv.log()))) == 2
+    finally:
+        srv.stop()

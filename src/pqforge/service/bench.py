@@ -27,8 +27,15 @@ def _cpu_seconds(pid: int | None = None) -> float:
     if pid is None:
         t = os.times()
         return t.user + t.system
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    # the server process and its worker processes (--workers)
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:        # a worker that has just exited
+        return 0.0
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    kids = children.read_text().split() if children.exists() else []
+    return own + sum(_cpu_seconds(int(kid)) for kid in kids)
 
 
 def _rate(fn, items: int, min_s: float = 1.0) -> float:
@@ -89,7 +96,7 @@ async def _load(port: int, token: str, path: str, bodies: list[bytes], concurren
             "p50_ms": pick(0.50), "p99_ms": pick(0.99)}
 
 
-def _start_server(workdir: Path, alg: str, max_batch: int, max_wait_ms: float, backend: str):
+def _start_server(workdir: Path, alg: str, max_batch: int, max_wait_ms: float, backend: str, workers: int):
     src = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
     store = f"sqlite:///{workdir / 'bench.db'}"
@@ -100,7 +107,7 @@ def _start_server(workdir: Path, alg: str, max_batch: int, max_wait_ms: float, b
     log = open(workdir / "server.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "pqforge.cli", "serve", "--store", store, "--port", "0",
                              "--config", str(workdir / "bench.toml"), "--backend", backend,
-                             "--max-batch", str(max_batch), "--max-wait-ms", str(max_wait_ms),
+                             "--max-batch", str(max_batch), "--max-wait-ms", str(max_wait_ms), "--workers", str(workers),
                              "--log-level", "info"], stdout=log, stderr=subprocess.STDOUT, env=env)
     import httpx
     deadline = time.monotonic() + 600
@@ -131,7 +138,8 @@ def main(args) -> int:
     n = args.requests
     messages = [b"bench message %d" % i for i in range(max(n, args.many))]
 
-    print(f"pqforge bench-serve: {alg.name}, backend {args.backend}, {os.cpu_count()} CPUs, "
+    print(f"pqforge bench-serve: {alg.name}, backend {args.backend}, {args.workers} server process(es), "
+          f"{os.cpu_count()} CPUs, "
           f"at most {n} requests or {args.seconds:g} s per row; load generator: asyncio keep-alive connections")
     sk = alg.generate_private_key()
     pk = sk.public_key()
@@ -153,7 +161,8 @@ def main(args) -> int:
 
     for max_batch, max_wait in settings:
         with tempfile.TemporaryDirectory(prefix="pqforge-bench-") as tmp:
-            proc, port, token = _start_server(Path(tmp), alg.name, max_batch, max_wait, args.backend)
+            proc, port, token = _start_server(Path(tmp), alg.name, max_batch, max_wait, args.backend,
+                                               args.workers)
             try:
                 with Client(f"http://127.0.0.1:{port}", token) as c:
                     key = c.create_key(alg.name)

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import os
 import sys
 import time
 
@@ -19,10 +21,16 @@ def _settings(args) -> Settings:
                          ssl_certfile=getattr(args, "ssl_certfile", None),
                          ssl_keyfile=getattr(args, "ssl_keyfile", None),
                          master_key_file=getattr(args, "master_key_file", None),
+                         workers=getattr(args, "workers", None),
                          public_verify=True if getattr(args, "public_verify", False) else None)
 
 
+SETTINGS_ENV = "PQFORGE_SERVE_SETTINGS"
+LOG_LEVEL_ENV = "PQFORGE_LOG_LEVEL"
+
+
 def configure_logging(level: str = "info") -> None:
+    os.environ[LOG_LEVEL_ENV] = level
     logging.basicConfig(level=level.upper(), stream=sys.stderr,
                         format='{"time": "%(asctime)s", "level": "%(levelname)s", "logger": "%(name)s", '
                                '"message": "%(message)s"}')
@@ -35,17 +43,31 @@ def cmd_serve(args) -> int:
         from . import ray_app
         return ray_app.run(settings)
     import uvicorn
-    from .app import create_app
-    app = create_app(settings)
+
+    from .sealing import load_master_key
+    _, master_key_source = load_master_key(settings.master_key_path())   # created once, here
     scheme = "https" if settings.ssl_certfile else "http"
     note = ("loopback only; --host 0.0.0.0 listens on all interfaces"
             if settings.host in ("127.0.0.1", "localhost", "::1") else "all addresses of this host can reach it")
     print(f"pqforge serve: {scheme}://{settings.host}:{settings.port} ({note}); "
-          f"master key: {app.state.service.master_key_source}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=settings.host, port=settings.port, ssl_certfile=settings.ssl_certfile,
-                ssl_keyfile=settings.ssl_keyfile, log_config=None, access_log=args.access_log,
-                timeout_graceful_shutdown=args.drain_timeout)
+          f"master key: {master_key_source}", file=sys.stderr, flush=True)
+    options = dict(host=settings.host, port=settings.port, ssl_certfile=settings.ssl_certfile,
+                   ssl_keyfile=settings.ssl_keyfile, log_config=None, access_log=args.access_log,
+                   timeout_graceful_shutdown=args.drain_timeout)
+    if settings.workers > 1:   # worker processes build their app from the settings in the environment
+        os.environ[SETTINGS_ENV] = json.dumps(dataclasses.asdict(settings))
+        uvicorn.run("pqforge.service.cli:app_from_environment", factory=True, workers=settings.workers, **options)
+    else:
+        from .app import create_app
+        uvicorn.run(create_app(settings), **options)
     return 0
+
+
+def app_from_environment():
+    """The app of one ``--workers`` process (uvicorn imports this by name in each worker)."""
+    from .app import create_app
+    configure_logging(os.environ.get(LOG_LEVEL_ENV, "info"))
+    return create_app(Settings(**json.loads(os.environ[SETTINGS_ENV])))
 
 
 def _store(args):
@@ -97,6 +119,7 @@ def add_parser(sub) -> None:
     s.add_argument("--master-key-file", help="master key file (mode 0600; created when absent; default beside "
                                              "the SQLite file). PQFORGE_MASTER_KEY (base64) takes precedence")
     s.add_argument("--public-verify", action="store_true", help="let anyone verify, without a token")
+    s.add_argument("--workers", type=int, help="server processes sharing the port (default 1)")
     s.add_argument("--ssl-certfile", help="TLS certificate (PEM); with --ssl-keyfile serves https")
     s.add_argument("--ssl-keyfile", help="TLS private key (PEM)")
     s.add_argument("--drain-timeout", type=float, default=30.0,
@@ -130,4 +153,5 @@ def add_parser(sub) -> None:
     s.add_argument("--seconds", type=float, default=10.0, help="time limit per measurement")
     s.add_argument("--many", type=int, default=256, help="messages per sign-many / verify-many request")
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="cpu")
+    s.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
     s.set_defaults(func=cmd_bench_serve)

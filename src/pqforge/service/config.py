@@ -21,6 +21,7 @@ class Settings:
     max_messages: int = 4096             # messages in one sign-many / verify-many request
     max_body_bytes: int = 8 << 20        # larger bodies: 413
     compute_threads: int | None = None   # threads per batch call (None: the library's default)
+    workers: int = 1                     # server processes sharing the port (each batches on its own)
     public_verify: bool = False          # verification without a token
     master_key_file: str | None = None   # default: beside the SQLite file, or ./pqforge-master.key
     warm_up: list[str] = field(default_factory=lambda: ["MAYO-2"])  # plus every stored key's algorithm
@@ -29,7 +30,7 @@ class Settings:
     ssl_keyfile: str | None = None
 
     def __post_init__(self):
-        for name in ("max_batch", "max_queue", "max_messages", "max_body_bytes"):
+        for name in ("max_batch", "max_queue", "max_messages", "max_body_bytes", "workers"):
             if int(getattr(self, name)) < 1:
                 raise InvalidInput(f"{name} must be a positive integer, got {getattr(self, name)!r}")
         if self.max_wait_ms < 0:
