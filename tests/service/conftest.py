@@ -60,15 +60,15 @@ class Server:
             if time.monotonic() > deadline:
                 raise AssertionError(f"server not ready in {timeout} s:\n{self.log()}")
             if self.url is None:
-                ports = re.findall(r"Uvicorn running on https?://127\.0\.0\.1:(\d+)", self.log()[log_start:])
-                if ports:
-                    self.url = f"http://127.0.0.1:{ports[-1]}"
+                found = re.findall(r"Uvicorn running on (https?)://127\.0\.0\.1:(\d+)", self.log()[log_start:])
+                if found:
+                    self.url = f"{found[-1][0]}://127.0.0.1:{found[-1][1]}"
             time.sleep(0.1)
         return self
 
     def _ready(self) -> bool:
         try:
-            return httpx.get(self.url + "/readyz", timeout=2).status_code == 200
+            return httpx.get(self.url + "/readyz", timeout=2, verify=False).status_code == 200
         except httpx.HTTPError:
             return False
 

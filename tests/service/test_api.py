@@ -202,3 +202,41 @@ def test_no_secret_material_in_responses_or_logs(server, client):
                 assert form not in text
     # the master key file is private to its owner
     assert (server.workdir / "pqforge-master.key").stat().st_mode & 0o077 == 0
+
+
+def test_tls_with_a_certificate_and_key(tmp_path):
+    import datetime
+    import ipaddress
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    from .conftest import Server
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    srv = Server(tmp_path / "srv", settings={"ssl_certfile": str(cert_path), "ssl_keyfile": str(key_path)})
+    token = srv.token("admin")
+    srv.start()
+    try:
+        assert srv.url.startswith("https://")
+        with Client(srv.url, token, verify=ssl.create_default_context(cafile=str(cert_path))) as c:
+            key_info = c.create_key("MAYO-2")
+            MAYO2.public_key_from_bytes(key_info["public_key"]).verify(c.sign(key_info["id"], b"tls"), b"tls")
+        with pytest.raises(httpx.HTTPError):       # plain HTTP to the TLS port is refused
+            httpx.get(srv.url.replace("https://", "http://") + "/healthz")
+    finally:
+        srv.stop()
