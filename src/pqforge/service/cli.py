@@ -29,11 +29,22 @@ SETTINGS_ENV = "PQFORGE_SERVE_SETTINGS"
 LOG_LEVEL_ENV = "PQFORGE_LOG_LEVEL"
 
 
+class JsonLines(logging.Formatter):
+    """One JSON object per log line: time, level, logger, message."""
+
+    def format(self, record) -> str:
+        entry = {"time": self.formatTime(record), "level": record.levelname, "logger": record.name,
+                 "message": record.getMessage()}
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
 def configure_logging(level: str = "info") -> None:
     os.environ[LOG_LEVEL_ENV] = level
-    logging.basicConfig(level=level.upper(), stream=sys.stderr,
-                        format='{"time": "%(asctime)s", "level": "%(levelname)s", "logger": "%(name)s", '
-                               '"message": "%(message)s"}')
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLines())
+    logging.basicConfig(level=level.upper(), handlers=[handler])
 
 
 def cmd_serve(args) -> int:
