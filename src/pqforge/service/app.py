@@ -206,17 +206,20 @@ def _key_info(record) -> dict:
 
 
 _OPERATION = re.compile(r"^/v1/(?:keys/[^/]+/)?([a-z-]+)$")
+_OPERATIONS = {"sign", "sign-many", "verify", "verify-many", "encapsulate", "decapsulate", "disable"}
+_KEY_OPERATIONS = {"GET": "get-key", "POST": "create-key", "DELETE": "destroy-key"}
 
 
 def _operation(method: str, path: str) -> str:
-    """A small, fixed set of metric labels (never a key id)."""
+    """A metric label from a small fixed set (never a key id or any other part of the path)."""
     match = _OPERATION.match(path)
-    if match and match.group(1) != "keys":
+    if match and match.group(1) in _OPERATIONS:
         return match.group(1)
-    if path.startswith("/v1/keys"):
-        return {"GET": "get-key" if path.count("/") > 2 else "list-keys", "POST": "create-key",
-                "DELETE": "destroy-key"}.get(method, "keys")
-    return path.strip("/") or "root" if path in ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs") else "other"
+    if path == "/v1/keys":
+        return "list-keys" if method == "GET" else "create-key"
+    if path.startswith("/v1/keys/") and path.count("/") == 3:
+        return _KEY_OPERATIONS.get(method, "other")
+    return path[1:] if path in ("/healthz", "/readyz", "/metrics") else "other"
 
 
 class Guard:
