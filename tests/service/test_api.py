@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import sqlite3
 
 import pytest
@@ -100,7 +101,12 @@ def test_disable_and_destroy(client, server):
     with pytest.raises(ServiceError) as err:
         client.sign(key["id"], b"after")
     assert err.value.status == 409 and err.value.field == "key_id"
+    db_path = server.store[len("sqlite:///"):]
+    sealed = sqlite3.connect(db_path).execute("SELECT sealed_secret FROM keys WHERE id = ?", (key["id"],)).fetchone()[0]
     assert client.destroy_key(key["id"])["state"] == "destroyed"
+    for path in (db_path, db_path + "-wal"):       # neither the database nor its log keeps the old secret
+        if os.path.exists(path):
+            assert sealed[12:40] not in open(path, "rb").read()
     assert client.get_key(key["id"])["state"] == "destroyed"
     row = sqlite3.connect(server.store[len("sqlite:///"):]).execute(
         "SELECT sealed_secret FROM keys WHERE id = ?", (key["id"],)).fetchone()

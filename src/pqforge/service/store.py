@@ -206,6 +206,22 @@ class SqliteStore(Store):
         conn.execute("PRAGMA secure_delete=ON")   # freed pages (old sealed secrets) are zeroed
         return conn
 
+    def set_key_state(self, key_id: str, state: str) -> bool:
+        changed = super().set_key_state(key_id, state)
+        if state == "destroyed":   # move the pages into the database file (zeroed there) and empty the WAL
+            self._run_outside_transaction("PRAGMA wal_checkpoint(TRUNCATE)")
+        return changed
+
+    def _run_outside_transaction(self, sql: str) -> None:
+        with self._lock:
+            try:
+                if self._conn is None:
+                    self._conn = self._connect()
+                self._conn.execute(sql)
+            except self.unavailable_errors:
+                self._drop_connection()
+                raise StoreUnavailable("the key store is unavailable") from None
+
     def _transaction(self, conn, fn):
         cur = conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
