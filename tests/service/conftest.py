@@ -58,6 +58,8 @@ class Server:
             if self.proc.poll() is not None:
                 raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.log()}")
             if time.monotonic() > deadline:
+                self.proc.kill()
+                self.proc.wait()
                 raise AssertionError(f"server not ready in {timeout} s:\n{self.log()}")
             if self.url is None:
                 found = re.findall(r"Uvicorn running on (https?)://127\.0\.0\.1:(\d+)", self.log()[log_start:])

@@ -110,26 +110,32 @@ def test_acknowledged_key_survives_kill_9(tmp_path):
     srv = Server(tmp_path)
     token = srv.token("admin")
     srv.start()
-    with Client(srv.url, token) as c:
-        key = c.create_key("MAYO-2")
-        kem = c.create_key("Classic-McEliece-348864")
-        ct, shared = c.encapsulate(kem["id"])
-    assert srv.kill(signal.SIGKILL) == -signal.SIGKILL
-    srv.start()
-    with Client(srv.url, token) as c:
-        assert c.get_key(key["id"]) == key
-        signature = c.sign(key["id"], b"after restart")
-        assert c.decapsulate(kem["id"], ct) == shared
-    MAYO2.public_key_from_bytes(key["public_key"]).verify(signature, b"after restart")
-    srv.stop()
+    try:
+        with Client(srv.url, token) as c:
+            key = c.create_key("MAYO-2")
+            kem = c.create_key("Classic-McEliece-348864")
+            ct, shared = c.encapsulate(kem["id"])
+        assert srv.kill(signal.SIGKILL) == -signal.SIGKILL
+        srv.start()
+        with Client(srv.url, token) as c:
+            assert c.get_key(key["id"]) == key
+            signature = c.sign(key["id"], b"after restart")
+            assert c.decapsulate(kem["id"], ct) == shared
+        MAYO2.public_key_from_bytes(key["public_key"]).verify(signature, b"after restart")
+    finally:
+        srv.stop()
 
 
 def test_sigterm_finishes_queued_requests_then_exits(tmp_path):
     srv = Server(tmp_path, settings={"max_batch": 64, "max_wait_ms": 1000.0})
     token = srv.token("admin")
     srv.start()
-    with Client(srv.url, token) as c:
-        key = c.create_key("MAYO-2")
+    try:
+        with Client(srv.url, token) as c:
+            key = c.create_key("MAYO-2")
+    except BaseException:
+        srv.stop()
+        raise
     pk = MAYO2.public_key_from_bytes(key["public_key"])
 
     async def requests_then_sigterm():
