@@ -112,6 +112,9 @@ def test_database_down_gives_503_then_recovers(pg_server, postgres):
             with pytest.raises(ServiceError) as err:
                 c.create_key("MAYO-2")
             assert err.value.status == 503 and err.value.retry_after == "1"
+            with pytest.raises(ServiceError) as err:      # no signature without its audit row
+                c.sign(key["id"], b"while down")
+            assert err.value.status == 503
             assert httpx.get(pg_server.url + "/readyz").json()["store"] is False
         finally:
             postgres.start()
