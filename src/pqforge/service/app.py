@@ -56,10 +56,13 @@ class Principal:
     def __init__(self, token_id: str | None, scopes):
         self.token_id, self.scopes = token_id, scopes
 
-    def require(self, scope: str) -> None:
+    def require_token(self) -> None:
         if self.token_id is None:
             raise ApiError(401, "unauthenticated", "Authorization: expected 'Bearer <token>'", "Authorization",
                            {"WWW-Authenticate": "Bearer"})
+
+    def require(self, scope: str) -> None:
+        self.require_token()
         if not tokens.allows(self.scopes, scope):
             raise ApiError(403, "forbidden", f"this token lacks the scope {scope!r}")
 
@@ -402,8 +405,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
 
     @app.get("/v1/keys/{key_id}", response_model=models.KeyInfo, tags=["keys"])
     async def get_key(key_id: str, who: Principal = Depends(principal)):
-        if who.token_id is None:
-            who.require("verify")
+        who.require_token()                     # any valid token may read a public key
         return JSONResponse(_key_info(await run_in_threadpool(service.keys.record, key_id, True)))
 
     @app.post("/v1/keys/{key_id}/disable", response_model=models.KeyInfo, tags=["keys"])
