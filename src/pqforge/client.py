@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import base64
 
-import httpx
+try:
+    import httpx
+except ImportError as exc:
+    raise ImportError("pqforge.client needs httpx: pip install 'pqforge[serve]'") from exc
 
 from . import algorithms
 from .errors import InvalidSignature, PQForgeError

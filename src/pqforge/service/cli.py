@@ -10,6 +10,7 @@ import os
 import sys
 import time
 
+from ..errors import PQForgeError
 from .config import Settings
 
 
@@ -47,7 +48,17 @@ def configure_logging(level: str = "info") -> None:
     logging.basicConfig(level=level.upper(), handlers=[handler])
 
 
+def _require_extra(*modules: str, extra: str = "serve") -> None:
+    import importlib.util
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise PQForgeError(f"this command needs {', '.join(missing)}: pip install 'pqforge[{extra}]'")
+
+
 def cmd_serve(args) -> int:
+    _require_extra("fastapi", "uvicorn", "prometheus_client")
+    if args.ray:
+        _require_extra("ray", extra="ray")
     settings = _settings(args)
     configure_logging(args.log_level)
     if args.ray:
@@ -110,6 +121,7 @@ def cmd_tokens_revoke(args) -> int:
 
 
 def cmd_bench_serve(args) -> int:
+    _require_extra("fastapi", "uvicorn", "prometheus_client", "httpx")
     from . import bench
     return bench.main(args)
 
