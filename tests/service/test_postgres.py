@@ -46,7 +46,7 @@ class Postgres:
         self.dsn = f"postgresql://pqforge@127.0.0.1:{self.port}/postgres"
         done = self._run("initdb", "-D", self.data, "-A", "trust", "-U", "pqforge", "--no-sync")
         if done.returncode != 0:
-            pytest.skip(f"initdb failed: {done.stderr.strip()[-300:]}")
+            self._give_up(f"initdb failed: {done.stderr.strip()[-300:]}")
         self.start()
 
     def _run(self, tool, *args):
@@ -54,13 +54,17 @@ class Postgres:
             return subprocess.run([*self.prefix, os.path.join(self.bin, tool), *args], capture_output=True,
                                    text=True, timeout=120)
         except OSError as exc:
-            pytest.skip(f"cannot run {tool}: {exc}")
+            self._give_up(f"cannot run {tool}: {exc}")
 
     def start(self):
         done = self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "log"), "-w", "-o",
                          f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
         if done.returncode != 0:
-            pytest.skip(f"PostgreSQL did not start: {done.stderr.strip()[-300:]}")
+            self._give_up(f"PostgreSQL did not start: {done.stderr.strip()[-300:]}")
+
+    def _give_up(self, reason: str):
+        shutil.rmtree(self.dir, ignore_errors=True)
+        pytest.skip(reason)
 
     def stop(self):
         self._run("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
