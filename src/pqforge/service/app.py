@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -140,16 +141,17 @@ class Service:
         return pk.verify_many([m for m, _ in items], [s for _, s in items], **self._compute).tolist()
 
     # --- async helpers ---------------------------------------------------------------------------
-    async def batched(self, request: Request, queue_key: tuple, payload, run):
+    async def batched(self, receive, queue_key: tuple, payload, run):
+        """This request's own result from a batch; ``receive`` is the request's ASGI receive channel,
+        watched for the client hanging up."""
         try:
             future = self.submit(queue_key, payload, run)
         except QueueFull as exc:
             retry = max(1, round(exc.retry_after_s + 0.5))
             raise ApiError(429, "queue_full", f"too many requests waiting for {queue_key[0]}; retry later",
                            headers={"Retry-After": str(retry)}) from None
-        self.metrics.queue_depth.set(self.batcher.depth())
         # a client that hangs up cancels its future, and the batcher skips cancelled futures
-        gone = asyncio.get_running_loop().create_task(_disconnected(request))
+        gone = asyncio.get_running_loop().create_task(_disconnected(receive))
         gone.add_done_callback(lambda _: future.cancel())
         try:
             return await future
@@ -159,6 +161,35 @@ class Service:
             raise
         finally:
             gone.cancel()
+
+    async def principal(self, header: str | None) -> Principal:
+        """The caller; the token cache answers without leaving the event loop while it is fresh."""
+        return self.authenticate(header, cached_only=True) or await run_in_threadpool(self.authenticate, header)
+
+    async def usable_key(self, key_id: str, kind: str):
+        """The key's record; from memory while fresh, else read from the store in a worker thread."""
+        return self.keys.usable(key_id, kind, cached_only=True) or \
+            await run_in_threadpool(self.keys.usable, key_id, kind)
+
+    async def sign_one(self, key_id: str, body: models.Sign, who: Principal, receive) -> bytes:
+        """The JSON answer to one single-message signing request."""
+        who.require(f"sign:{key_id}")
+        await self.usable_key(key_id, "signature")
+        signature = await self.batched(receive, ("sign", key_id), (body.message, who.token_id),
+                                       lambda items: self.sign_batch(key_id, items))
+        return b'{"signature":"%s"}' % base64.b64encode(signature)
+
+    async def verify_one(self, body: models.Verify, who: Principal, receive) -> bytes:
+        """The JSON answer to one single-message verification request."""
+        if not self.settings.public_verify:
+            who.require("verify")
+        key_ref, pk = self.public_key_for(body, cached_only=True) or \
+            await run_in_threadpool(self.public_key_for, body)
+        self.check_signatures(pk, [body.signature], "signature")
+        queue_key = ("verify", key_ref or (pk.algorithm.name, pk.public_bytes_raw()))
+        valid = await self.batched(receive, queue_key, (body.message, body.signature),
+                                   lambda items: self.verify_batch(pk, items))
+        return b'{"valid":true}' if valid else b'{"valid":false}'
 
     def public_key_for(self, body: models._KeyChoice, cached_only: bool = False):
         """(key id or None, library public key) for a verify request; with ``cached_only``, None
@@ -195,11 +226,57 @@ class Service:
                            field)
 
 
-async def _disconnected(request: Request) -> None:
+async def _disconnected(receive) -> None:
     while True:
-        message = await request.receive()
+        message = await receive()
         if message["type"] == "http.disconnect":
             return
+
+
+def error_response(service: Service, exc: Exception, method: str, path: str) -> Response:
+    """The JSON error answer for an exception raised while handling a request."""
+    count = service.metrics.errors.labels
+    if isinstance(exc, ApiError):
+        count(exc.kind).inc()
+        return _error(exc.status, exc.kind, str(exc), exc.field, exc.headers)
+    if isinstance(exc, (RequestValidationError, ValidationError)):
+        first = exc.errors()[0]
+        loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
+        field = ".".join(loc) or "body"
+        if first.get("type") == "json_invalid" or (field == "body" and first.get("type") in
+                                                   ("model_attributes_type", "dict_type", "model_type")):
+            count("bad_json").inc()
+            return _error(400, "bad_json", "body: expected a JSON object (Content-Type: application/json)",
+                          "body")
+        message = first.get("msg", "invalid").removeprefix("Value error, ")
+        if first.get("type") == "missing":
+            message = "required field is missing"
+        elif first.get("type") == "extra_forbidden":
+            message = "unexpected field"
+        count("invalid").inc()
+        return _error(422, "invalid", f"{field}: {message}", field)
+    if isinstance(exc, KeyUnusable):
+        count(exc.kind).inc()
+        return _error(exc.status, exc.kind, str(exc), "key_id")
+    if isinstance(exc, StoreUnavailable):
+        count("store_unavailable").inc()
+        log.warning("%s", exc)
+        return _error(503, "store_unavailable", "the key store is unavailable; retry later",
+                      headers={"Retry-After": "1"})
+    if isinstance(exc, PQForgeError):
+        count("invalid").inc()
+        message = str(exc)
+        field = message.split(":", 1)[0] if re.match(r"^[a-z_]+:", message) else None
+        return _error(422, "invalid", message, field)
+    if isinstance(exc, StarletteHTTPException):
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
+        return _error(exc.status_code, kind, str(exc.detail))
+    if isinstance(exc, ClientGone):
+        count("client_gone").inc()
+        return Response(status_code=499)
+    count("internal").inc()
+    log.error("internal error %s in %s %s", type(exc).__name__, method, path)
+    return _error(500, "internal", "internal error")
 
 
 def _key_info(record) -> dict:
@@ -273,6 +350,50 @@ class Guard:
         metrics.record(operation, status[0], time.perf_counter() - started)
 
 
+_JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+class FastPath:
+    """Pure ASGI middleware answering the hot path, single-message sign and verify requests,
+    without FastAPI's routing, dependency and response machinery (which cost several times the
+    signing itself per request). Same token check, body validation (the same pydantic models),
+    batching and error answers as the FastAPI routes, which keep documenting these endpoints."""
+
+    def __init__(self, app, service: Service):
+        self.app, self.service = app, service
+
+    async def __call__(self, scope, receive, send):
+        path = scope.get("path", "")
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        if path == "/v1/verify":
+            model, key_id = models.Verify, None
+        elif path.startswith("/v1/keys/") and path.endswith("/sign") and "/" not in path[9:-5] and len(path) > 14:
+            model, key_id = models.Sign, path[9:-5]
+        else:
+            return await self.app(scope, receive, send)
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":   # the client left, or Guard refused the body
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        service = self.service
+        try:
+            header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None)
+            who = await service.principal(header)
+            parsed = model.model_validate_json(body)
+            answer = await (service.verify_one(parsed, who, receive) if key_id is None else
+                            service.sign_one(key_id, parsed, who, receive))
+        except Exception as exc:
+            return await error_response(service, exc, "POST", path)(scope, receive, send)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": _JSON_HEADERS + [(b"content-length", b"%d" % len(answer))]})
+        await send({"type": "http.response.body", "body": answer})
+
+
 def create_app(settings: Settings, submit=None) -> FastAPI:
     service = Service(settings, submit)
 
@@ -295,73 +416,15 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
     app.state.service = service
 
     async def principal(request: Request) -> Principal:
-        header = request.headers.get("authorization")
-        return (service.authenticate(header, cached_only=True)
-                or await run_in_threadpool(service.authenticate, header))
+        return await service.principal(request.headers.get("authorization"))
 
-    async def usable_key(key_id: str, kind: str):
-        """The key's record; from memory while fresh, else read from the store in a worker thread."""
-        return service.keys.usable(key_id, kind, cached_only=True) or \
-            await run_in_threadpool(service.keys.usable, key_id, kind)
+    # --- errors: one mapping from exception to answer, shared with FastPath -------------------
+    async def any_error(request, exc: Exception):
+        return error_response(service, exc, request.method, request.url.path)
 
-    # --- errors ------------------------------------------------------------------------------
-    @app.exception_handler(ApiError)
-    async def api_error(request, exc: ApiError):
-        service.metrics.errors.labels(exc.kind).inc()
-        return _error(exc.status, exc.kind, str(exc), exc.field, exc.headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def validation_error(request, exc: RequestValidationError):
-        first = exc.errors()[0]
-        loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
-        field = ".".join(loc) or "body"
-        if first.get("type") == "json_invalid" or (field == "body" and first.get("type") in
-                                                   ("model_attributes_type", "dict_type")):
-            service.metrics.errors.labels("bad_json").inc()
-            return _error(400, "bad_json", "body: expected a JSON object (Content-Type: application/json)",
-                          "body")
-        message = first.get("msg", "invalid").removeprefix("Value error, ")
-        if first.get("type") == "missing":
-            message = "required field is missing"
-        elif first.get("type") == "extra_forbidden":
-            message = "unexpected field"
-        service.metrics.errors.labels("invalid").inc()
-        return _error(422, "invalid", f"{field}: {message}", field)
-
-    @app.exception_handler(KeyUnusable)
-    async def key_unusable(request, exc: KeyUnusable):
-        service.metrics.errors.labels(exc.kind).inc()
-        return _error(exc.status, exc.kind, str(exc), "key_id")
-
-    @app.exception_handler(StoreUnavailable)
-    async def store_unavailable(request, exc):
-        service.metrics.errors.labels("store_unavailable").inc()
-        log.warning("%s", exc)
-        return _error(503, "store_unavailable", "the key store is unavailable; retry later",
-                      headers={"Retry-After": "1"})
-
-    @app.exception_handler(PQForgeError)
-    async def library_error(request, exc: PQForgeError):
-        service.metrics.errors.labels("invalid").inc()
-        message = str(exc)
-        field = message.split(":", 1)[0] if re.match(r"^[a-z_]+:", message) else None
-        return _error(422, "invalid", message, field)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request, exc: StarletteHTTPException):
-        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
-        return _error(exc.status_code, kind, str(exc.detail))
-
-    @app.exception_handler(ClientGone)
-    async def client_gone(request, exc):
-        service.metrics.errors.labels("client_gone").inc()
-        return Response(status_code=499)
-
-    @app.exception_handler(Exception)
-    async def internal_error(request, exc):
-        service.metrics.errors.labels("internal").inc()
-        log.error("internal error %s in %s %s", type(exc).__name__, request.method, request.url.path)
-        return _error(500, "internal", "internal error")
+    for kind in (ApiError, RequestValidationError, KeyUnusable, StoreUnavailable, PQForgeError,
+                 StarletteHTTPException, ClientGone, Exception):
+        app.add_exception_handler(kind, any_error)
 
     # --- health and metrics ------------------------------------------------------------------
     @app.get("/healthz", tags=["health"])
@@ -425,11 +488,8 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
     # --- signatures --------------------------------------------------------------------------
     @app.post("/v1/keys/{key_id}/sign", response_model=models.Signature, tags=["signatures"])
     async def sign(key_id: str, body: models.Sign, request: Request, who: Principal = Depends(principal)):
-        who.require(f"sign:{key_id}")
-        await usable_key(key_id, "signature")
-        signature = await service.batched(request, ("sign", key_id), (body.message, who.token_id),
-                                          lambda items: service.sign_batch(key_id, items))
-        return JSONResponse({"signature": _b64(signature)})
+        # FastPath answers these requests; this route documents them (and serves them without it)
+        return Response(await service.sign_one(key_id, body, who, request.receive), media_type="application/json")
 
     @app.post("/v1/keys/{key_id}/sign-many", response_model=models.Signatures, tags=["signatures"])
     async def sign_many(key_id: str, body: models.SignMany, who: Principal = Depends(principal)):
@@ -443,15 +503,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
 
     @app.post("/v1/verify", response_model=models.Verdict, tags=["signatures"])
     async def verify(body: models.Verify, request: Request, who: Principal = Depends(principal)):
-        if not settings.public_verify:
-            who.require("verify")
-        key_ref, pk = service.public_key_for(body, cached_only=True) or \
-            await run_in_threadpool(service.public_key_for, body)
-        service.check_signatures(pk, [body.signature], "signature")
-        queue_key = ("verify", key_ref or (pk.algorithm.name, pk.public_bytes_raw()))
-        valid = await service.batched(request, queue_key, (body.message, body.signature),
-                                      lambda items: service.verify_batch(pk, items))
-        return JSONResponse({"valid": valid})
+        return Response(await service.verify_one(body, who, request.receive), media_type="application/json")
 
     @app.post("/v1/verify-many", response_model=models.Verdicts, tags=["signatures"])
     async def verify_many(body: models.VerifyMany, who: Principal = Depends(principal)):
@@ -471,7 +523,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
     @app.post("/v1/keys/{key_id}/encapsulate", response_model=models.Encapsulation, tags=["kem"])
     async def encapsulate(key_id: str, who: Principal = Depends(principal)):
         who.require("kem")
-        record = await usable_key(key_id, "kem")
+        record = await service.usable_key(key_id, "kem")
         pk = service.keys.public_key(record.alg, record.public_key)
         ciphertext, shared = await asyncio.get_running_loop().run_in_executor(service.executor, pk.encapsulate)
         return JSONResponse({"ciphertext": _b64(ciphertext), "shared_secret": _b64(shared)})
@@ -493,7 +545,8 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         shared = await asyncio.get_running_loop().run_in_executor(service.executor, run)
         return JSONResponse({"shared_secret": _b64(shared)})
 
-    app.add_middleware(Guard, service=service)
+    app.add_middleware(FastPath, service=service)
+    app.add_middleware(Guard, service=service)     # outermost: it sees FastPath's answers too
     return app
 
 

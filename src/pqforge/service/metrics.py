@@ -23,10 +23,16 @@ class Metrics:
                                     buckets=_BATCH_BUCKETS, registry=r)
         self.queue_depth = Gauge("pqforge_queue_depth", "requests waiting in batch queues", registry=r)
         self.errors = Counter("pqforge_errors", "error answers by kind", ["kind"], registry=r)
+        self._children: dict[tuple[str, int], tuple] = {}
 
     def record(self, operation: str, status: int, seconds: float) -> None:
-        self.requests.labels(operation, str(status)).inc()
-        self.latency.labels(operation, self.backend).observe(seconds)
+        # labels() costs a lock and a dict lookup each time; the children are kept per label set
+        children = self._children.get((operation, status))
+        if children is None:
+            children = self._children[(operation, status)] = (self.requests.labels(operation, str(status)),
+                                                              self.latency.labels(operation, self.backend))
+        children[0].inc()
+        children[1].observe(seconds)
 
     def observe_batch(self, operation: str, size: int, depth: int) -> None:
         self.batch_size.labels(operation).observe(size)
