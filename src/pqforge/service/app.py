@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import logging
 import os
@@ -303,7 +304,7 @@ def _operation(method: str, path: str) -> str:
 
 
 class Guard:
-    """Pure ASGI middleware: body-size limit (413) and per-operation metrics."""
+    """Pure ASGI middleware, in front of everything: body-size limit (413) and per-operation metrics."""
 
     def __init__(self, app, service: Service):
         self.app, self.service = app, service
@@ -314,40 +315,41 @@ class Guard:
         limit = self.service.settings.max_body_bytes
         metrics = self.service.metrics
         operation = _operation(scope["method"], scope["path"])
-        status = [500]
+        status = [500]      # until a response starts
+        refused = [False]   # Guard answered 413 itself
         started = time.perf_counter()
 
-        async def send_status(message):
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
+        async def refuse(message: str):
+            await _error(413, "too_large", message, "body")(scope, receive, send)
+            status[0], refused[0] = 413, True
 
         for name, value in scope["headers"]:
             if name == b"content-length" and value.isdigit() and int(value) > limit:
-                response = _error(413, "too_large", f"body: at most {limit} bytes, got {int(value)}", "body")
-                await response(scope, receive, send_status)
+                await refuse(f"body: at most {limit} bytes, got {int(value)}")
                 metrics.record(operation, 413, time.perf_counter() - started)
                 return
         seen = [0]
-        refused = [False]
 
         async def limited_receive():
             message = await receive()
             if message["type"] == "http.request" and not refused[0]:
                 seen[0] += len(message.get("body", b""))
                 if seen[0] > limit:     # a chunked body grew past the limit: answer 413 now
-                    refused[0] = True
-                    await _error(413, "too_large", f"body: at most {limit} bytes", "body")(
-                        scope, receive, send_status)
+                    await refuse(f"body: at most {limit} bytes")
                     return {"type": "http.disconnect"}
             return message
 
-        async def send_unless_refused(message):
-            if not refused[0]:
-                await send_status(message)
+        async def guarded_send(message):
+            if refused[0]:              # the app's own answer after Guard's 413 is dropped
+                return
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
 
-        await self.app(scope, limited_receive, send_unless_refused)
-        metrics.record(operation, status[0], time.perf_counter() - started)
+        try:
+            await self.app(scope, limited_receive, guarded_send)
+        finally:
+            metrics.record(operation, status[0], time.perf_counter() - started)
 
 
 _JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -394,6 +396,16 @@ class FastPath:
         await send({"type": "http.response.body", "body": answer})
 
 
+class _ServiceApp(FastAPI):
+    """FastAPI behind Guard and FastPath: the hot path skips FastAPI's own per-request layers too
+    (its telemetry check, error and body-limit middlewares), not only routing and validation."""
+
+    front = None
+
+    async def __call__(self, scope, receive, send):
+        await self.front(scope, receive, send)
+
+
 def create_app(settings: Settings, submit=None) -> FastAPI:
     service = Service(settings, submit)
 
@@ -409,7 +421,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         service.executor.shutdown(wait=True)
         service.store.close()
 
-    app = FastAPI(title="pqforge", version="1", lifespan=lifespan,
+    app = _ServiceApp(title="pqforge", version="1", lifespan=lifespan,
                   description="Post-quantum signing, verification and KEM with dynamically batched kernels.",
                   responses={401: {"model": models.Error}, 403: {"model": models.Error},
                              422: {"model": models.Error}, 503: {"model": models.Error}})
@@ -545,8 +557,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         shared = await asyncio.get_running_loop().run_in_executor(service.executor, run)
         return JSONResponse({"shared_secret": _b64(shared)})
 
-    app.add_middleware(FastPath, service=service)
-    app.add_middleware(Guard, service=service)     # outermost: it sees FastPath's answers too
+    app.front = Guard(FastPath(functools.partial(FastAPI.__call__, app), service), service)
     return app
 
 
