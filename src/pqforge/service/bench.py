@@ -1,12 +1,14 @@
 """``pqforge bench-serve``: load-test the service on loopback, next to the library in the same run.
 
 For each (max_batch, max_wait_ms) setting a fresh ``pqforge serve`` process is started on an
-ephemeral port with its own SQLite file. The load generator is this process: asyncio, one
-keep-alive HTTP/1.1 connection per simulated client, a minimal request writer and response
-reader (lighter than a full client library, so that it leaves the server more of the CPU). It
-reports throughput and p50/p99 latency of single-message sign and verify requests at each
-concurrency, the many-message requests, the library's own ``sign_many`` / ``verify_many`` rate,
-and the CPU seconds used by the load generator and by the server.
+ephemeral port with its own SQLite file. The load generator for single-message requests is
+``wrk`` when it is installed (one thread, one keep-alive connection per simulated client, a Lua
+script cycling through distinct request bodies; it costs far less CPU than Python, which matters
+on a small machine), else this process: asyncio, one keep-alive HTTP/1.1 connection per client,
+a minimal request writer and response reader. It reports throughput and p50/p99 latency of
+single-message sign and verify requests at each concurrency, the many-message requests (always
+the Python generator), the library's own ``sign_many`` / ``verify_many`` rate, and the CPU
+seconds used by the load generator and by the server.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import base64
 import json
 import os
 import re
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -96,6 +100,58 @@ async def _load(port: int, token: str, path: str, bodies: list[bytes], concurren
             "p50_ms": pick(0.50), "p99_ms": pick(0.99)}
 
 
+# wrk: requests cycle through the bodies (one JSON document per line of BODIES); done() prints
+# the totals, with latency percentiles in microseconds
+_WRK_SCRIPT = """
+local bodies = {}
+for line in io.lines(BODIES) do bodies[#bodies + 1] = line end
+local next_body = 0
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer " .. TOKEN
+request = function()
+  next_body = next_body % #bodies + 1
+  return wrk.format(nil, nil, nil, bodies[next_body])
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("RESULT %d %d %d %d %d\\n", summary.requests, summary.duration,
+    e.status + e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def _children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _load_wrk(port: int, token: str, path: str, bodies: list[bytes], concurrency: int, limit_s: float,
+              workdir: Path) -> dict:
+    """``wrk`` with ``concurrency`` connections for ``limit_s`` seconds (wrk has no request bound)."""
+    (workdir / "bodies.txt").write_bytes(b"\n".join(bodies) + b"\n")
+    script = workdir / "post.lua"
+    script.write_text(f"local BODIES = {json.dumps(str(workdir / 'bodies.txt'))}\n"
+                      f"local TOKEN = {json.dumps(token)}\n" + _WRK_SCRIPT)
+    cpu0 = _children_cpu_seconds()
+    done = subprocess.run(["wrk", "-t1", f"-c{concurrency}", f"-d{max(1, round(limit_s))}s", "--timeout", "10s",
+                           "-s", str(script), f"http://127.0.0.1:{port}{path}"],
+                          capture_output=True, text=True, check=True)
+    found = re.search(r"RESULT (\d+) (\d+) (\d+) (\d+) (\d+)", done.stdout)
+    if found is None:
+        raise RuntimeError(f"wrk gave no result:\n{done.stdout}\n{done.stderr}")
+    requests, duration_us, errors, p50_us, p99_us = map(int, found.groups())
+    return {"requests": requests, "errors": errors, "per_s": requests / (duration_us / 1e6),
+            "p50_ms": p50_us / 1000, "p99_ms": p99_us / 1000, "gen_cpu_s": _children_cpu_seconds() - cpu0}
+
+
+def _load_python(port: int, token: str, path: str, bodies: list[bytes], concurrency: int, limit_s: float,
+                 workdir: Path = None) -> dict:
+    cpu0 = _cpu_seconds()
+    result = asyncio.run(_load(port, token, path, bodies, concurrency, limit_s))
+    return {**result, "gen_cpu_s": _cpu_seconds() - cpu0}
+
+
 def _start_server(workdir: Path, alg: str, max_batch: int, max_wait_ms: float, backend: str, workers: int):
     src = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -136,11 +192,18 @@ def main(args) -> int:
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     settings = [(int(b), float(w)) for b in args.max_batch.split(",") for w in args.max_wait_ms.split(",")]
     n = args.requests
+    use_wrk = args.load == "wrk" or (args.load == "auto" and shutil.which("wrk") is not None)
+    if args.load == "wrk" and shutil.which("wrk") is None:
+        raise SystemExit("pqforge bench-serve: --load wrk, but wrk is not installed (apt-get install wrk)")
+    load_single = _load_wrk if use_wrk else _load_python
+    generator = ("wrk, 1 thread, one keep-alive connection per client, time-limited" if use_wrk else
+                 "asyncio keep-alive connections in this process")
     messages = [b"bench message %d" % i for i in range(max(n, args.many))]
 
     print(f"pqforge bench-serve: {alg.name}, backend {args.backend}, {args.workers} server process(es), "
           f"{os.cpu_count()} CPUs, "
-          f"at most {n} requests or {args.seconds:g} s per row; load generator: asyncio keep-alive connections")
+          f"at most {n} requests (the Python generator) or {args.seconds:g} s per row; "
+          f"single-message load generator: {generator}")
     sk = alg.generate_private_key()
     pk = sk.public_key()
     many = messages[:args.many]
@@ -154,10 +217,10 @@ def main(args) -> int:
     print(f"{'operation':<12} {'max_batch':>9} {'wait_ms':>7} {'clients':>7} {'requests':>8} {'errors':>6} "
           f"{'per_s':>9} {'p50_ms':>7} {'p99_ms':>7} {'gen_cpu_s':>9} {'srv_cpu_s':>9}")
 
-    def row(op, mb, mw, clients, result, gen_cpu, srv_cpu):
+    def row(op, mb, mw, clients, result, srv_cpu):
         print(f"{op:<12} {mb:>9} {mw:>7g} {clients:>7} {result['requests']:>8} {result['errors']:>6} "
-              f"{result['per_s']:>9,.0f} {result['p50_ms']:>7.1f} {result['p99_ms']:>7.1f} {gen_cpu:>9.2f} "
-              f"{srv_cpu:>9.2f}", flush=True)
+              f"{result['per_s']:>9,.0f} {result['p50_ms']:>7.1f} {result['p99_ms']:>7.1f} "
+              f"{result['gen_cpu_s']:>9.2f} {srv_cpu:>9.2f}", flush=True)
 
     for max_batch, max_wait in settings:
         with tempfile.TemporaryDirectory(prefix="pqforge-bench-") as tmp:
@@ -175,10 +238,9 @@ def main(args) -> int:
                         ("verify", "/v1/verify", verify_bodies)]
                 for op, path, bodies in jobs:
                     for clients in concurrencies:
-                        gen0, srv0 = _cpu_seconds(), _cpu_seconds(proc.pid)
-                        result = asyncio.run(_load(port, token, path, bodies, clients, args.seconds))
-                        row(op, max_batch, max_wait, clients, result, _cpu_seconds() - gen0,
-                            _cpu_seconds(proc.pid) - srv0)
+                        srv0 = _cpu_seconds(proc.pid)
+                        result = load_single(port, token, path, bodies, clients, args.seconds, Path(tmp))
+                        row(op, max_batch, max_wait, clients, result, _cpu_seconds(proc.pid) - srv0)
                 count = max(2, n // args.many)
                 many_jobs = [("sign-many", f"/v1/keys/{key['id']}/sign-many",
                               json.dumps({"messages": [b64(m) for m in many]}).encode()),
@@ -187,10 +249,10 @@ def main(args) -> int:
                                           "signatures": [b64(s) for s in key_sigs[:len(many)]]}).encode())]
                 for op, path, body in many_jobs:
                     before = library[op]()          # the library just before and just after: same load
-                    gen0, srv0 = _cpu_seconds(), _cpu_seconds(proc.pid)
-                    result = asyncio.run(_load(port, token, path, [body] * count, 2, args.seconds))
+                    srv0 = _cpu_seconds(proc.pid)
+                    result = _load_python(port, token, path, [body] * count, 2, args.seconds)
                     result = {**result, "per_s": result["per_s"] * len(many)}
-                    row(op, max_batch, max_wait, 2, result, _cpu_seconds() - gen0, _cpu_seconds(proc.pid) - srv0)
+                    row(op, max_batch, max_wait, 2, result, _cpu_seconds(proc.pid) - srv0)
                     lib = (before + library[op]()) / 2
                     print(f"  {op}: {result['per_s']:,.0f} messages/s = {100 * result['per_s'] / lib:.0f}% of the "
                           f"library's {lib:,.0f}/s measured around it ({len(many)} messages per request)")

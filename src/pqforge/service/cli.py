@@ -177,4 +177,6 @@ def add_parser(sub) -> None:
     s.add_argument("--many", type=int, default=256, help="messages per sign-many / verify-many request")
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="cpu")
     s.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+    s.add_argument("--load", choices=["auto", "wrk", "python"], default="auto",
+                   help="single-message load generator: wrk (when installed: auto) or this Python process")
     s.set_defaults(func=cmd_bench_serve)
