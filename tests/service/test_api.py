@@ -129,6 +129,30 @@ def test_health_metrics_and_openapi(server, client, mayo_key):
     assert {"/v1/keys", "/v1/keys/{key_id}/sign", "/v1/verify", "/v1/keys/{key_id}/decapsulate"} <= set(paths)
 
 
+
+def test_single_message_hot_path_answers_like_the_rest(server, mayo_key):
+    """Single-message sign and verify bypass FastAPI's routing; their answers, errors and metrics
+    are the same as elsewhere, and other methods or longer paths still reach FastAPI."""
+    kid = mayo_key["id"]
+    signed = _post(server, f"/v1/keys/{kid}/sign", {"message": b64(b"hot path")})
+    assert signed.status_code == 200 and signed.headers["content-type"] == "application/json"
+    assert int(signed.headers["content-length"]) == len(signed.content)
+    signature = base64.b64decode(signed.json()["signature"])
+    MAYO2.public_key_from_bytes(mayo_key["public_key"]).verify(signature, b"hot path")
+    verdict = _post(server, "/v1/verify", {"key_id": kid, "message": b64(b"hot path"), "signature": b64(signature)})
+    assert verdict.status_code == 200 and verdict.json() == {"valid": True}
+    verdict = _post(server, "/v1/verify", {"key_id": kid, "message": b64(b"other"), "signature": b64(signature)})
+    assert verdict.json() == {"valid": False}
+    refused = httpx.post(server.url + f"/v1/keys/{kid}/sign", json={"message": ""})
+    assert refused.status_code == 401 and refused.headers["WWW-Authenticate"] == "Bearer"
+    assert refused.json()["error"]["field"] == "Authorization"
+    assert _error(_post(server, "/v1/verify", content=b"[1, 2]"), 400, "body")
+    assert httpx.get(server.url + f"/v1/keys/{kid}/sign", headers=bearer(server.admin)).status_code == 405
+    assert _post(server, f"/v1/keys/{kid}/sign/more", {"message": ""}).status_code == 404
+    text = httpx.get(server.url + "/metrics").text
+    assert 'pqforge_requests_total{operation="verify",status="200"}' in text
+    assert 'pqforge_requests_total{operation="sign",status="401"}' in text
+
 def _post(server, path, body=None, content=None, token="admin", headers=None):
     token = server.admin if token == "admin" else token
     return httpx.post(server.url + path, json=body, content=content,
