@@ -358,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--alg", action="append", type=algorithm_name, help="algorithm (repeatable; default: all)")
     s.set_defaults(func=cmd_precompile)
 
-    for module in ("pqforge.ct.cli", "pqforge.bench.batch_cli"):  # command groups in their own modules
+    for module in ("pqforge.ct.cli", "pqforge.bench.batch_cli", "pqforge.service.cli"):  # command groups in their own modules
         try:
             importlib.import_module(module).add_parser(sub)
         except ModuleNotFoundError as exc:

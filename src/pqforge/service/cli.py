@@ -1,0 +1,182 @@
+"""Command-line entry points: ``pqforge serve``, ``pqforge tokens create|list|revoke`` and
+``pqforge bench-serve``. The web stack is imported only when a command runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import sys
+import time
+
+from ..errors import PQForgeError
+from .config import Settings
+
+
+def _settings(args) -> Settings:
+    return Settings.load(getattr(args, "config", None), store=getattr(args, "store", None),
+                         host=getattr(args, "host", None), port=getattr(args, "port", None),
+                         backend=getattr(args, "backend", None), max_batch=getattr(args, "max_batch", None),
+                         max_wait_ms=getattr(args, "max_wait_ms", None),
+                         ssl_certfile=getattr(args, "ssl_certfile", None),
+                         ssl_keyfile=getattr(args, "ssl_keyfile", None),
+                         master_key_file=getattr(args, "master_key_file", None),
+                         workers=getattr(args, "workers", None),
+                         public_verify=True if getattr(args, "public_verify", False) else None)
+
+
+SETTINGS_ENV = "PQFORGE_SERVE_SETTINGS"
+LOG_LEVEL_ENV = "PQFORGE_LOG_LEVEL"
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per log line: time, level, logger, message."""
+
+    def format(self, record) -> str:
+        entry = {"time": self.formatTime(record), "level": record.levelname, "logger": record.name,
+                 "message": record.getMessage()}
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def configure_logging(level: str = "info") -> None:
+    os.environ[LOG_LEVEL_ENV] = level
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLines())
+    logging.basicConfig(level=level.upper(), handlers=[handler])
+
+
+def _require_extra(*modules: str, extra: str = "serve") -> None:
+    import importlib.util
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise PQForgeError(f"this command needs {', '.join(missing)}: pip install 'pqforge[{extra}]'")
+
+
+def cmd_serve(args) -> int:
+    _require_extra("fastapi", "uvicorn", "prometheus_client")
+    if args.ray:
+        _require_extra("ray", extra="ray")
+    settings = _settings(args)
+    configure_logging(args.log_level)
+    if args.ray:
+        from . import ray_app
+        return ray_app.run(settings)
+    import uvicorn
+
+    from .sealing import load_master_key
+    _, master_key_source = load_master_key(settings.master_key_path())   # created once, here
+    scheme = "https" if settings.ssl_certfile else "http"
+    note = ("loopback only; --host 0.0.0.0 listens on all interfaces"
+            if settings.host in ("127.0.0.1", "localhost", "::1") else "all addresses of this host can reach it")
+    print(f"pqforge serve: {scheme}://{settings.host}:{settings.port} ({note}); "
+          f"master key: {master_key_source}", file=sys.stderr, flush=True)
+    options = dict(host=settings.host, port=settings.port, ssl_certfile=settings.ssl_certfile,
+                   ssl_keyfile=settings.ssl_keyfile, log_config=None, access_log=args.access_log,
+                   timeout_graceful_shutdown=args.drain_timeout)
+    if settings.workers > 1:   # worker processes build their app from the settings in the environment
+        os.environ[SETTINGS_ENV] = json.dumps(dataclasses.asdict(settings))
+        uvicorn.run("pqforge.service.cli:app_from_environment", factory=True, workers=settings.workers, **options)
+    else:
+        from .app import create_app
+        uvicorn.run(create_app(settings), **options)
+    return 0
+
+
+def app_from_environment():
+    """The app of one ``--workers`` process (uvicorn imports this by name in each worker)."""
+    from .app import create_app
+    configure_logging(os.environ.get(LOG_LEVEL_ENV, "info"))
+    return create_app(Settings(**json.loads(os.environ[SETTINGS_ENV])))
+
+
+def _store(args):
+    from .store import open_store
+    return open_store(_settings(args).store)
+
+
+def cmd_tokens_create(args) -> int:
+    from . import tokens
+    token_id, token = tokens.create(_store(args), args.scope or [], args.name)
+    print(json.dumps({"id": token_id, "token": token, "scopes": args.scope, "name": args.name}))
+    print("pqforge: the token is shown only now; the store keeps only its hash", file=sys.stderr)
+    return 0
+
+
+def cmd_tokens_list(args) -> int:
+    for t in _store(args).list_tokens():
+        print(json.dumps({"id": t.id, "name": t.name, "scopes": t.scopes, "revoked": t.revoked,
+                          "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t.created))}))
+    return 0
+
+
+def cmd_tokens_revoke(args) -> int:
+    if not _store(args).revoke_token(args.id):
+        print(f"pqforge: error: no active token {args.id!r}", file=sys.stderr)
+        return 2
+    print(f"revoked {args.id}")
+    return 0
+
+
+def cmd_bench_serve(args) -> int:
+    _require_extra("fastapi", "uvicorn", "prometheus_client", "httpx")
+    from . import bench
+    return bench.main(args)
+
+
+def _store_options(p) -> None:
+    p.add_argument("--store", help="sqlite:///PATH (default sqlite:///pqforge.db) or postgresql://...")
+    p.add_argument("--config", help="TOML file with a [serve] table of settings")
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("serve", help="run the HTTP signing / verification / KEM service")
+    _store_options(s)
+    s.add_argument("--host", help="address to listen on (default 127.0.0.1: loopback only)")
+    s.add_argument("--port", type=int, help="port (default 8000)")
+    s.add_argument("--backend", choices=["auto", "cpu", "cuda"], help="batch backend (default cpu)")
+    s.add_argument("--max-batch", type=int, help="flush a queue at this many requests (default 256)")
+    s.add_argument("--max-wait-ms", type=float, help="... or when its oldest request waited this long (default 2)")
+    s.add_argument("--master-key-file", help="master key file (mode 0600; created when absent; default beside "
+                                             "the SQLite file). PQFORGE_MASTER_KEY (base64) takes precedence")
+    s.add_argument("--public-verify", action="store_true", help="let anyone verify, without a token")
+    s.add_argument("--workers", type=int, help="server processes sharing the port (default 1)")
+    s.add_argument("--ssl-certfile", help="TLS certificate (PEM); with --ssl-keyfile serves https")
+    s.add_argument("--ssl-keyfile", help="TLS private key (PEM)")
+    s.add_argument("--drain-timeout", type=float, default=30.0,
+                   help="seconds SIGTERM waits for requests in flight (default 30)")
+    s.add_argument("--access-log", action="store_true", help="log every request")
+    s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    s.add_argument("--ray", action="store_true", help="deploy on Ray Serve instead (needs the ray extra)")
+    s.set_defaults(func=cmd_serve)
+
+    tok = sub.add_parser("tokens", help="API tokens of the service").add_subparsers(dest="tokens_command",
+                                                                                     required=True)
+    s = tok.add_parser("create", help="create a token and print it once")
+    _store_options(s)
+    s.add_argument("--scope", action="append", help="admin, verify, kem, sign:* or sign:KEY_ID (repeatable)")
+    s.add_argument("--name", help="a label for the token")
+    s.set_defaults(func=cmd_tokens_create)
+    s = tok.add_parser("list", help="list tokens (never their secrets)")
+    _store_options(s)
+    s.set_defaults(func=cmd_tokens_list)
+    s = tok.add_parser("revoke", help="revoke a token by id")
+    _store_options(s)
+    s.add_argument("id")
+    s.set_defaults(func=cmd_tokens_revoke)
+
+    s = sub.add_parser("bench-serve", help="load-test the service on loopback next to the library's sign_many")
+    s.add_argument("--alg", default="MAYO-2")
+    s.add_argument("--concurrency", default="1,16,64", help="client counts (comma-separated)")
+    s.add_argument("--max-batch", default="64,256", help="max_batch settings (comma-separated)")
+    s.add_argument("--max-wait-ms", default="2", help="max_wait_ms settings (comma-separated)")
+    s.add_argument("--requests", type=int, default=4000, help="requests per measurement (bound)")
+    s.add_argument("--seconds", type=float, default=10.0, help="time limit per measurement")
+    s.add_argument("--many", type=int, default=256, help="messages per sign-many / verify-many request")
+    s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="cpu")
+    s.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+    s.add_argument("--load", choices=["auto", "wrk", "python"], default="auto",
+                   help="single-message load generator: wrk (when installed: auto) or this Python process")
+    s.set_defaults(func=cmd_bench_serve)

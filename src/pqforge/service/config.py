@@ -1,0 +1,71 @@
+"""Service settings: defaults, a TOML file (``--config``), then command-line options."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import InvalidInput
+
+
+@dataclass
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    store: str = "sqlite:///pqforge.db"
+    backend: str = "cpu"                 # auto | cpu | cuda, passed to sign_many / verify_many
+    max_batch: int = 256                 # a queue is flushed when it holds this many requests ...
+    max_wait_ms: float = 2.0             # ... or when its oldest request has waited this long
+    max_queue: int = 4096                # requests waiting per (key, operation); beyond: 429
+    max_messages: int = 4096             # messages in one sign-many / verify-many request
+    max_body_bytes: int = 8 << 20        # larger bodies: 413
+    compute_threads: int | None = None   # threads per batch call (None: the library's default)
+    workers: int = 1                     # server processes sharing the port (each batches on its own)
+    public_verify: bool = False          # verification without a token
+    master_key_file: str | None = None   # default: beside the SQLite file, or ./pqforge-master.key
+    warm_up: list[str] = field(default_factory=lambda: ["MAYO-2"])  # plus every stored key's algorithm
+    cache_ttl_s: float = 1.0             # how long a token or key state is trusted before re-reading
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+
+    def __post_init__(self):
+        for name in ("max_batch", "max_queue", "max_messages", "max_body_bytes", "workers"):
+            if int(getattr(self, name)) < 1:
+                raise InvalidInput(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if self.max_wait_ms < 0:
+            raise InvalidInput(f"max_wait_ms must be >= 0, got {self.max_wait_ms!r}")
+        if self.backend not in ("auto", "cpu", "cuda"):
+            raise InvalidInput(f"backend must be auto, cpu or cuda, got {self.backend!r}")
+
+    @classmethod
+    def load(cls, path: str | None = None, **overrides) -> "Settings":
+        """Defaults, then the ``[serve]`` table (or top level) of the TOML file ``path``, then
+        ``overrides`` whose value is not None."""
+        values = {}
+        if path:
+            try:
+                import tomllib
+            except ImportError:   # Python 3.10
+                raise InvalidInput("--config needs Python 3.11 or later (tomllib)") from None
+            try:
+                data = tomllib.loads(Path(path).read_text())
+            except OSError as exc:
+                raise InvalidInput(f"cannot read config file {path}: {exc.strerror}") from None
+            except tomllib.TOMLDecodeError as exc:
+                raise InvalidInput(f"config file {path} is not valid TOML: {exc}") from None
+            values = data.get("serve", data)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InvalidInput(f"unknown setting(s) in {path}: {', '.join(unknown)}; expected some of: "
+                               f"{', '.join(sorted(known))}")
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def master_key_path(self) -> Path:
+        if self.master_key_file:
+            return Path(self.master_key_file)
+        if self.store.startswith("sqlite:///"):
+            return Path(self.store[len("sqlite:///"):]).resolve().parent / "pqforge-master.key"
+        return Path("pqforge-master.key").resolve()

@@ -1,0 +1,111 @@
+"""Request and response bodies. Binary fields are standard base64 (padded) strings."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
+
+
+def _b64(value):
+    if isinstance(value, bytes):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("expected a base64 string")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("expected base64 (standard alphabet, padded)") from None
+
+
+B64 = Annotated[bytes, BeforeValidator(_b64), PlainSerializer(lambda b: base64.b64encode(b).decode()),
+                WithJsonSchema({"type": "string", "format": "byte", "description": "base64"})]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateKey(Body):
+    alg: str = Field(description='algorithm name, e.g. "MAYO-2" or "Classic-McEliece-348864"')
+    label: str | None = Field(None, max_length=200)
+
+
+class KeyInfo(BaseModel):
+    id: str
+    alg: str
+    kind: str
+    created: float
+    state: str
+    label: str | None = None
+    public_key: B64
+
+
+class KeyList(BaseModel):
+    keys: list[KeyInfo]
+    next: str | None = Field(description="pass as ?after= for the next page; null on the last page")
+
+
+class Sign(Body):
+    message: B64
+
+
+class Signature(BaseModel):
+    signature: B64
+
+
+class SignMany(Body):
+    messages: list[B64]
+
+
+class Signatures(BaseModel):
+    signatures: list[B64]
+
+
+class _KeyChoice(Body):
+    key_id: str | None = Field(None, description="a stored key; or give public_key and alg")
+    public_key: B64 | None = None
+    alg: str | None = None
+
+
+class Verify(_KeyChoice):
+    message: B64
+    signature: B64
+
+
+class Verdict(BaseModel):
+    valid: bool
+
+
+class VerifyMany(_KeyChoice):
+    messages: list[B64]
+    signatures: list[B64]
+
+
+class Verdicts(BaseModel):
+    valid: list[bool]
+
+
+class Encapsulation(BaseModel):
+    ciphertext: B64
+    shared_secret: B64
+
+
+class Decapsulate(Body):
+    ciphertext: B64
+
+
+class SharedSecret(BaseModel):
+    shared_secret: B64
+
+
+class ErrorDetail(BaseModel):
+    kind: str
+    message: str
+    field: str | None = None
+
+
+class Error(BaseModel):
+    error: ErrorDetail
