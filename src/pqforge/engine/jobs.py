@@ -36,17 +36,23 @@ def run_job(algorithm, operation: str, key, messages, signatures=None, rng=None,
     if operation == "sign":
         if signatures is not None:
             raise InvalidInput("a sign job takes no signatures")
-        sk = alg.private_key_from_bytes(key) if isinstance(key, (bytes, bytearray, memoryview)) else key
-        if not hasattr(sk, "sign_many") or getattr(sk, "algorithm", None) is not alg:
-            raise InvalidType(f"key must be a {alg.name} private key object or its compact bytes, "
-                              f"not {type(key).__name__}")
+        sk = _key_object(alg, key, "private")
         return sk.sign_many(messages, rng=rng, backend=backend, threads=threads)
     if signatures is None:
         raise InvalidInput("a verify job needs the signatures, one per message")
     if rng is not None:
         raise InvalidInput("a verify job draws no randomness; pass no rng")
-    pk = alg.public_key_from_bytes(key) if isinstance(key, (bytes, bytearray, memoryview)) else key
-    if not hasattr(pk, "verify_many") or getattr(pk, "algorithm", None) is not alg:
-        raise InvalidType(f"key must be a {alg.name} public key object or its compact bytes, "
-                          f"not {type(key).__name__}")
+    pk = _key_object(alg, key, "public")
     return pk.verify_many(messages, signatures, backend=backend, threads=threads)
+
+
+def _key_object(alg, key, kind: str):
+    """``key`` as a key object of ``alg``: a ``kind`` ("private" or "public") key object of it,
+    or its compact bytes decoded."""
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return getattr(alg, f"{kind}_key_from_bytes")(key)
+    batch_call = "sign_many" if kind == "private" else "verify_many"
+    if not hasattr(key, batch_call) or getattr(key, "algorithm", None) is not alg:
+        raise InvalidType(f"key must be a {alg.name} {kind} key object or its compact bytes, "
+                          f"not {type(key).__name__}")
+    return key
