@@ -11,7 +11,7 @@ from ..errors import UnknownAlgorithm
 from ..files import Output, check_outputs, write_outputs
 
 
-def _mayo_name(name: str) -> str:
+def mayo_name(name: str) -> str:
     from ..mayo import get
     try:
         return get(name).name
@@ -21,7 +21,7 @@ def _mayo_name(name: str) -> str:
 
 def add_arguments(s) -> None:
     from ..cli import positive_float, positive_int
-    s.add_argument("--alg", action="append", type=_mayo_name, help="MAYO parameter set (repeatable; default: all four)")
+    s.add_argument("--alg", action="append", type=mayo_name, help="MAYO parameter set (repeatable; default: all four)")
     s.add_argument("--batch", type=positive_int, default=512, help="same-key batch size")
     s.add_argument("--distinct", type=positive_int, default=128, help="number of distinct keys")
     s.add_argument("--threads", type=positive_int, help="threads for the parallel runs (default: all cores)")

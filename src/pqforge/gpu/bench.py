@@ -30,6 +30,8 @@ import time
 
 import numpy as np
 
+from ..bench.batch_cli import mayo_name
+
 SIZES = (1, 256, 4096, 65536)
 
 
@@ -272,10 +274,10 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--alg", action="append")
+    ap.add_argument("--alg", action="append", type=mayo_name)
     ap.add_argument("--seconds", type=float, default=150.0, help="time budget of the whole run (default 150)")
     ap.add_argument("--no-model", action="store_true", help="skip the kernel-only timings and their model")
-    ap.add_argument("--model-alg", action="append", help="sets for the kernel-only timings (default: as --alg)")
+    ap.add_argument("--model-alg", action="append", type=mayo_name, help="sets for the kernel-only timings (default: as --alg)")
     a = ap.parse_args(argv)
     from ..bench import machine
     from numba import cuda
