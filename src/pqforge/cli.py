@@ -269,7 +269,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(json.dumps({"machine": bench.machine(), "results": rows}, indent=1))
     else:
         m = bench.machine()
-        print(f"{m['date']}, {m['processor']}, {m['cpus']} CPUs, Python {m['python']}; median µs, warm, one thread")
+        print(f"{m['date']}, {m['processor']}, {m['cpus']} CPUs, Python {m['python']}, GF(16) kernels "
+              f"{m['gf16_kernels']}; median µs, warm, one thread")
         print(bench.table(rows))
     return 0
 

@@ -46,7 +46,13 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     public_only |= {bk.verdict, bk.verify_chunk, bk.verify_fresh_keys, bk._element_inputs, bk._target, bk.targets,
                     shake.shake256_rows}
     inner |= {bk.sign_chunk, bk.sign_fresh_keys, bk.public_keys_chunk, shake.keccak_f1600}
-    for module in (gk, mk, bk, shake):
+    modules = [gk, mk, bk, shake]
+    from pqforge.gf16 import gfni
+    if gfni.cpu_has_gfni():          # the GFNI kernels' targets exist only where they compile
+        from pqforge.mayo import gfni_kernels as gn
+        modules += [gfni, gn]
+        inner |= {gfni._times_x, gfni.scalar_matrices, gn._add_p1_times_oil}
+    for module in modules:
         for name, obj in vars(module).items():
             if hasattr(obj, "py_func") and obj not in public_only | inner:
                 assert obj in covered, f"{module.__name__}.{name} sees secrets but is not trace-checked"

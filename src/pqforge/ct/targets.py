@@ -248,6 +248,42 @@ def _mayo_kernel_targets():
     ])
 
 
+# -- MAYO kernels on the byte encoding (GFNI) ---------------------------------------------------
+
+def _mayo_gfni_targets():
+    """Only on CPUs with GFNI (the compiled kernels exist nowhere else)."""
+    from ..gf16 import gfni
+    if not gfni.cpu_has_gfni():
+        return []
+    from ..mayo import gfni_kernels as gn
+    algs = dict(algs=MAYO_ALGS, params_for=_mayo_params)
+
+    def slots(p, rng):                     # P1 || P2 in their slots, as the keystream gives them (public)
+        count = p.v * (p.v + 1) // 2 + p.v * p.o
+        out = np.zeros((count, p.words), np.uint64)
+        out.view(np.uint8)[:, :p.m_bytes] = rng.integers(0, 256, (count, p.m_bytes), dtype=np.uint8)
+        return out.reshape(-1)
+
+    def scalar(p, rng, fixed):
+        return (int(rng.integers(0, 16)),)
+
+    def public_key(p, rng, fixed):
+        return (slots(p, rng), _el(rng, p.v, p.o), (0,) * p.limbs, np.zeros(p.P3_bytes, np.uint8))
+
+    def expand_secret(p, rng, fixed):
+        return (slots(p, rng), _el(rng, p.v, p.o), (0,) * p.limbs)
+
+    return _existing([
+        Target("gf16-gfni-scalar-matrix", "the GFNI bit matrix of a scalar (c secret)", _k(gfni, "scalar_matrix"),
+               scalar, secret_args=("c",), **algs),
+        Target("mayo-gfni-public-key", "key generation after hashing on the encoding: P1 O + P2, "
+               "O^T (P1 O + P2), Encode(Upper(.)) (O secret)", _k(gn, "public_key_from_slots"), public_key,
+               secret_args=("O",), **algs),
+        Target("mayo-gfni-expand-secret", "expanding the secret key on the encoding: L = (P1 + P1^T) O + P2 "
+               "(O secret)", _k(gn, "expand_secret_slots"), expand_secret, secret_args=("O",), **algs),
+    ])
+
+
 # -- hashing inside the batch loops -------------------------------------------------------------
 
 def _batch_hash_targets():
@@ -500,8 +536,8 @@ def _mceliece_targets():
 def builtin_targets() -> list[Target]:
     """Every target of the scheme packages that exist."""
     found = []
-    groups = (("pqforge.mayo", lambda: _gf16_targets() + _mayo_kernel_targets() + _batch_hash_targets()
-                     + _mayo_operation_targets()),
+    groups = (("pqforge.mayo", lambda: _gf16_targets() + _mayo_kernel_targets() + _mayo_gfni_targets()
+                     + _batch_hash_targets() + _mayo_operation_targets()),
               ("pqforge.mceliece", _mceliece_targets))
     for package, make in groups:
         try:

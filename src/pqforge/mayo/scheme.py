@@ -3,7 +3,9 @@
 The steps follow the specification's algorithms line by line; matrix products and the linear
 solve run in compiled kernels (``kernels.py``). Byte strings are decoded once into the internal
 form (bitsliced m-vectors, GF(16) element arrays) and encoded once on the way out; the expanded
-public key keeps its encoding (see ``ExpandedPublicKey``).
+public key keeps its encoding (see ``ExpandedPublicKey``). On CPUs with GFNI, key generation and
+secret-key expansion multiply on the encoding itself (``gfni_kernels.py``) and decode only the
+expanded secret key.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ import numpy as np
 
 from .._compile_cache import Operation, compiling
 from ..errors import InvalidKey
-from ..gf16 import decode_nibbles, encode_nibbles, unbitslice
+from ..gf16 import decode_nibbles, encode_nibbles, gfni, unbitslice
 from ..gf16.kernels import bitslice_nibble_rows, stream_words
 from ..symmetric import aes128_ctr, aes128_ctr_into, aes128_ctr_scratch, shake256
-from . import kernels
+from . import gfni_kernels, kernels
 from .params import MayoParams
 
 NO_FULL_RANK = ("the secret key is malformed: signing found no full-rank system in 256 attempts "
@@ -31,10 +33,11 @@ COMPILE_SECONDS = {"keygen": 6, "secret-key expansion": 2, "sign": 25, "verify":
 
 def _compiling(path: str) -> Callable[[Operation], Operation]:
     """The first-compile notice for ``path``: its kernels serve every parameter set, except
-    verification's, which are compiled per vector size (``kernels.evaluate_public_sized``)."""
-    sized = path.startswith("verify")
+    verification's, which are compiled per vector size (``kernels.evaluate_public_sized``), and
+    the GFNI kernels of key generation and expansion, also compiled per size."""
+    sized = path.startswith("verify") or (gfni.ACTIVE and path in ("keygen", "secret-key expansion"))
     return compiling(path, COMPILE_SECONDS[path],
-                     lambda p: f"mayo {path}" + (f" {p.limbs} limbs" if sized else ""))
+                     lambda p: f"mayo {path} {gfni.KERNELS}" + (f" {p.limbs} limbs" if sized else ""))
 
 
 # -- decoding and encoding at the byte boundary --------------------------------------------------
@@ -136,8 +139,12 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
 def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     seed_pk, o_bytes = _seed_expansion(params, seed_sk)
+    O = decode_oil(params, o_bytes)
     encoded = np.empty(params.P3_bytes, np.uint8)
-    kernels.public_key_from_stream(public_stream(params, seed_pk), decode_oil(params, o_bytes), params.m, encoded)
+    if gfni.ACTIVE:
+        gfni_kernels.public_key_from_slots(public_slots(params, seed_pk), O, (0,) * params.limbs, encoded)
+    else:
+        kernels.public_key_from_stream(public_stream(params, seed_pk), O, params.m, encoded)
     return seed_pk + encoded.tobytes()
 
 
@@ -152,13 +159,34 @@ def public_stream(params: MayoParams, seed_pk: bytes, out: np.ndarray | None = N
     return out
 
 
+def public_slots(params: MayoParams, seed_pk: bytes) -> np.ndarray:
+    """P1 || P2 from the keystream AES-128-CTR(seed_pk) as ``gfni_kernels`` read them: each
+    m-vector's m/2 bytes at the start of a W-word slot, one flat uint64 array."""
+    count = params.v * (params.v + 1) // 2 + params.v * params.o
+    W, mb = params.words, params.m_bytes
+    nbytes = params.P1_bytes + params.P2_bytes
+    if 8 * W == mb:                  # the slots are the keystream itself (MAYO-2)
+        slots = np.empty(count * W + 2, np.uint64)      # 15 spare bytes for the cipher
+        aes128_ctr_into(seed_pk, nbytes, slots.view(np.uint8))
+        return slots[:count * W]
+    slots = np.zeros((count, W), np.uint64)
+    keystream = np.frombuffer(aes128_ctr_scratch(seed_pk, nbytes), np.uint8, nbytes)
+    slots.view(np.uint8)[:, :mb] = keystream.reshape(count, mb)
+    return slots.reshape(count * W)
+
+
 @_compiling("secret-key expansion")
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     seed_pk, o_bytes = _seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
     v, o = params.v, params.o
     P1L = np.empty((v * (v + 1) // 2 + v * o, params.words), np.uint64)
-    kernels.expand_secret_from_stream(public_stream(params, seed_pk), O, params.m, P1L)   # L = (P1 + P1^T) O + P2
+    if gfni.ACTIVE:                  # L = (P1 + P1^T) O + P2 on the encoding, then to bit planes
+        slots = public_slots(params, seed_pk)
+        gfni_kernels.expand_secret_slots(slots, O, (0,) * params.limbs)
+        kernels.slots_to_bitsliced(slots.reshape(P1L.shape), P1L)
+    else:
+        kernels.expand_secret_from_stream(public_stream(params, seed_pk), O, params.m, P1L)
     e1 = v * (v + 1) // 2
     return ExpandedSecretKey(csk, O, P1L[:e1], P1L[e1:].reshape(v, o, params.words))
 

@@ -1,0 +1,168 @@
+"""GF(16) products with the GFNI affine instruction, on CPUs that have it.
+
+Multiplying GF(16) elements by a constant c is GF(2)-linear on each element, so on a byte of the
+nibble-packed encoding (two elements) it is one 8x8 bit matrix: two copies of c's 4x4 matrix on
+the diagonal. ``vgf2p8affineqb`` applies such a matrix to every byte of a vector register, so one
+256-bit instruction multiplies 64 elements by c. The kernels here work on m-vectors in the
+encoding, each in a slot of W = 4 * len(limbs) uint64 words (as ``ExpandedPublicKey.nibbles``
+keeps them), and never leave it: bytes in, bytes out, no bit planes.
+
+Constant time: a scalar's matrix is computed with shifts and masks (``scalar_matrix``), never
+looked up in memory, and the instruction's timing does not depend on its operands; loop bounds
+and memory positions come from public sizes only. So both the scalars and the vectors may be
+secret.
+
+``ACTIVE`` says whether these kernels are used: the CPU that numba compiles for must have GFNI
+and AVX, and ``PQFORGE_KERNELS=portable`` in the environment turns them off, so that the portable
+bit-plane kernels run (how the fallback is tested on CPUs that have GFNI).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numba as nb
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic, overload
+
+from .._compile_cache import JIT_CACHE
+
+KERNELS_ENV = "PQFORGE_KERNELS"
+"""Environment variable: "portable" forces the portable kernels; unset or "auto" chooses by CPU."""
+
+
+def cpu_has_gfni() -> bool:
+    """Whether the CPU numba compiles for has GFNI and AVX (``NUMBA_CPU_NAME`` /
+    ``NUMBA_CPU_FEATURES`` when set, else the host)."""
+    config = nb.config
+    if config.CPU_FEATURES is not None:
+        features = {f[1:] for f in config.CPU_FEATURES.split(",") if f.startswith("+")}
+    elif config.CPU_NAME is not None and config.CPU_NAME != "host":
+        return False        # a named target without a feature list: assume the baseline
+    else:
+        import llvmlite.binding as llvm
+        features = {name for name, on in llvm.get_host_cpu_features().items() if on}
+    return {"gfni", "avx"} <= features
+
+
+def _choose() -> str:
+    wanted = os.environ.get(KERNELS_ENV, "auto").strip().lower()
+    if wanted not in ("auto", "portable"):
+        warnings.warn(f"pqforge: {KERNELS_ENV}={wanted!r} is not 'auto' or 'portable'; choosing by CPU",
+                      RuntimeWarning, stacklevel=2)
+        wanted = "auto"
+    return "gfni" if wanted == "auto" and cpu_has_gfni() else "portable"
+
+
+KERNELS = _choose()
+"""The GF(16) product kernels in use: "gfni" or "portable" (printed by ``pqforge bench``)."""
+ACTIVE = KERNELS == "gfni"
+
+
+@intrinsic
+def _affine_xor4(typingctx, dst, d, src, s, matrix):
+    """dst[d:d+4] ^= A(src[s:s+4]): the 32 bytes at src through the bit matrix ``matrix`` (a
+    uint64, broadcast to every 64-bit lane), XORed into the 32 bytes at dst. 1-D contiguous
+    uint64 arrays; no bounds check."""
+    for arr in (dst, src):
+        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"
+                and arr.dtype == types.uint64):
+            return None
+    sig = types.void(dst, d, src, s, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        lanes = ir.VectorType(ir.IntType(64), 4)
+        octets = ir.VectorType(ir.IntType(8), 32)
+        ptrs = []
+        for arr_type, arr, at, at_type in ((signature.args[0], args[0], args[1], signature.args[1]),
+                                           (signature.args[2], args[2], args[3], signature.args[3])):
+            data = context.make_array(arr_type)(context, builder, arr).data
+            index = context.cast(builder, at, at_type, types.uint64)
+            ptrs.append(builder.bitcast(builder.gep(data, [index]), lanes.as_pointer()))
+        acc = builder.load(ptrs[0])
+        x = builder.load(ptrs[1])
+        acc.align = x.align = 8
+        mat = context.cast(builder, args[4], signature.args[4], types.uint64)
+        broadcast = ir.Constant(lanes, ir.Undefined)
+        for lane in range(4):
+            broadcast = builder.insert_element(broadcast, mat, ir.Constant(ir.IntType(32), lane))
+        affine = builder.module.declare_intrinsic(
+            "llvm.x86.vgf2p8affineqb.256", fnty=ir.FunctionType(octets, [octets, octets, ir.IntType(8)]))
+        y = builder.call(affine, [builder.bitcast(x, octets), builder.bitcast(broadcast, octets),
+                                  ir.Constant(ir.IntType(8), 0)])
+        builder.store(builder.xor(acc, builder.bitcast(y, lanes)), ptrs[0]).align = 8
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+_BYTES = np.uint64(0x0101010101010101)
+
+
+def mul_add_slot(dst, d, src, s, matrix, limbs):
+    """dst[d : d + W] ^= c * src[s : s + W] for one m-vector in a W-word slot (W = 4 * len(limbs)),
+    c given by its ``scalar_matrix``; 1-D uint64 arrays.
+
+    Compiled, one affine instruction per 32 bytes. This Python twin computes the same with word
+    operations (output bit i of each byte: the parity of the byte ANDed with matrix row i)."""
+    n = 4 * len(limbs)
+    x = src[s:s + n]
+    y = np.zeros(n, np.uint64)
+    for i in range(8):
+        t = x & (((np.uint64(matrix) >> np.uint64(8 * (7 - i))) & np.uint64(0xFF)) * _BYTES)
+        t ^= t >> np.uint64(4)
+        t ^= t >> np.uint64(2)
+        t ^= t >> np.uint64(1)
+        y |= (t & _BYTES) << np.uint64(i)
+    dst[d:d + n] ^= y
+
+
+@overload(mul_add_slot, inline="always")
+def _mul_add_slot_compiled(dst, d, src, s, matrix, limbs):
+    if not isinstance(limbs, types.UniTuple):
+        return None
+
+    def impl(dst, d, src, s, matrix, limbs):
+        for q in range(len(limbs)):
+            _affine_xor4(dst, np.uint64(d) + np.uint64(4 * q), src, np.uint64(s) + np.uint64(4 * q), matrix)
+    return impl
+
+
+@nb.njit(cache=JIT_CACHE, nogil=True, inline="always")
+def _times_x(a):
+    """x * a for an element a (int64, 0..15): shift up, fold bit 4 back as x + 1."""
+    return ((a << 1) & 15) ^ (((a >> 3) & 1) * 3)
+
+
+@nb.njit(cache=JIT_CACHE, nogil=True)
+def scalar_matrix(c):
+    """The GFNI bit matrix (uint64) multiplying both elements of a byte by c.
+
+    Output bit i of a byte is the parity of the byte ANDed with matrix byte 7 - i. For the low
+    element, row i holds bit i of c, c x, c x^2, c x^3 (the images of the basis); the high
+    element's rows are the same, shifted to the high nibble. Shifts and masks only: c may be
+    secret."""
+    p0 = np.int64(c) & 15
+    p1 = _times_x(p0)
+    p2 = _times_x(p1)
+    p3 = _times_x(p2)
+    m = np.uint64(0)
+    for i in range(4):
+        row = np.uint64(((p0 >> i) & 1) | (((p1 >> i) & 1) << 1) | (((p2 >> i) & 1) << 2)
+                        | (((p3 >> i) & 1) << 3))
+        m |= row << np.uint64(8 * (7 - i))               # low element: output bit i
+        m |= (row << np.uint64(4)) << np.uint64(8 * (3 - i))   # high element: output bit 4 + i
+    return m
+
+
+@nb.njit(cache=JIT_CACHE, nogil=True)
+def scalar_matrices(B):
+    """``scalar_matrix`` of every element of the 2-D array B (uint64, same shape). B may be secret."""
+    R, C = B.shape
+    out = np.empty((R, C), np.uint64)
+    for r in range(R):
+        for c in range(C):
+            out[r, c] = scalar_matrix(B[r, c])
+    return out

@@ -1,0 +1,79 @@
+"""MAYO's products with the oil matrix on m-vectors in their byte encoding, with GFNI.
+
+Used for key generation and secret-key expansion when ``gf16.gfni.ACTIVE``: the keystream of
+P1 || P2 is already the encoding, so the products with O run on it as it comes, and only what
+leaves in bit planes (the expanded secret key) is converted, once. Layout: a flat uint64 array
+of slots, one m-vector's m/2 bytes at the start of each slot of W = 4 * len(limbs) words and zero
+after them (the slots of ``ExpandedPublicKey.nibbles``): first the v(v+1)/2 entries of the packed
+upper triangle P1 (row by row, j >= i), then the v x o entries of P2, row by row.
+
+Secret: the oil matrix O and every product with it. Each element of O becomes its bit matrix by
+arithmetic (``gfni.scalar_matrix``), the affine instruction's timing does not depend on its
+operands, and loops and memory positions follow the public sizes only.
+"""
+
+import numba as nb
+import numpy as np
+
+from .._compile_cache import JIT_CACHE
+from ..gf16.gfni import mul_add_slot, scalar_matrices
+
+_JIT = dict(cache=JIT_CACHE, nogil=True)
+
+
+@nb.njit(**_JIT)
+def _add_p1_times_oil(slots, mats, limbs, symmetric):
+    """Q ^= P1 O, where Q is the v x o block after P1 (P2 on entry); with ``symmetric`` (public),
+    Q ^= (P1 + P1^T) O instead. Entry (r, j) of P1 adds P1[r, j] O[j, c] to Q[r, c], and for
+    the transpose P1[r, j] O[r, c] to Q[j, c]; on the diagonal the two cancel, as they should
+    ((P1 + P1^T) has a zero diagonal in characteristic 2). ``mats``: the bit matrices of O."""
+    v, o = mats.shape
+    W = 4 * len(limbs)
+    q0 = v * (v + 1) // 2 * W
+    e = 0
+    for r in range(v):
+        for j in range(r, v):
+            for c in range(o):
+                mul_add_slot(slots, q0 + (r * o + c) * W, slots, e, mats[j, c], limbs)
+            if symmetric:
+                for c in range(o):
+                    mul_add_slot(slots, q0 + (j * o + c) * W, slots, e, mats[r, c], limbs)
+            e += W
+
+
+@nb.njit(**_JIT)
+def public_key_from_slots(slots, O, limbs, out):
+    """out = Encode(Upper(O^T (P1 O + P2))), the public part of key generation after hashing,
+    from P1 || P2 in ``slots`` (which end up holding P1 || P1 O + P2) and the oil matrix O (v, o).
+    out: the (o(o+1)/2) m/2 bytes of P3's upper triangle, row by row. Secret: O and the products."""
+    v, o = O.shape
+    W = 4 * len(limbs)
+    mb = out.shape[0] // (o * (o + 1) // 2)
+    mats = scalar_matrices(O)
+    _add_p1_times_oil(slots, mats, limbs, False)              # Q = P1 O + P2
+    q0 = v * (v + 1) // 2 * W
+    P3 = np.zeros(o * o * W, np.uint64)                       # O^T Q
+    for r in range(v):
+        for i in range(o):
+            mat = mats[r, i]
+            for c in range(o):
+                mul_add_slot(P3, (i * o + c) * W, slots, q0 + (r * o + c) * W, mat, limbs)
+    entry = np.zeros(W, np.uint64)                            # Upper: P3[i, j] + P3[j, i] above the diagonal
+    entry_bytes = entry.view(np.uint8)
+    at = 0
+    for i in range(o):
+        for j in range(i, o):
+            for w in range(W):
+                entry[w] = P3[(i * o + j) * W + w]
+                if j != i:
+                    entry[w] ^= P3[(j * o + i) * W + w]
+            for b in range(mb):
+                out[at + b] = entry_bytes[b]
+            at += mb
+
+
+@nb.njit(**_JIT)
+def expand_secret_slots(slots, O, limbs):
+    """L = (P1 + P1^T) O + P2 in place of P2 in ``slots`` (P1 stays), for the oil matrix O (v, o).
+    Secret: O and L."""
+    _add_p1_times_oil(slots, scalar_matrices(O), limbs, True)
