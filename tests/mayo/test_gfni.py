@@ -147,3 +147,32 @@ def test_a_cpu_target_without_gfni_gets_the_portable_kernels():
     out = subprocess.run([sys.executable, "-c", "from pqforge.gf16 import gfni; print(gfni.KERNELS)"],
                          env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "portable"
+
+
+@pytest.mark.parametrize("m, v, o, k", [(64, 9, 5, 3), (78, 7, 4, 2)])
+def test_signing_products_on_the_encoding_match_the_reference(m, v, o, k):
+    limbs = (m + 63) // 64
+    W = 4 * limbs
+    P1 = np.zeros((v, v, m), np.uint8)
+    iu = np.triu_indices(v)
+    P1[iu] = RNG.integers(0, 16, (len(iu[0]), m), dtype=np.uint8)
+    L = RNG.integers(0, 16, (v, o, m), dtype=np.uint8)
+    V = RNG.integers(0, 16, (k, v), dtype=np.uint8)
+    slots = encode_slots(np.concatenate([P1[iu], L.reshape(v * o, m)]), W)
+    M = np.zeros((k, o, m), np.uint8)
+    U = np.zeros((k, k, m), np.uint8)
+    for i in range(k):
+        for r in range(v):
+            for c in range(o):
+                M[i, c] ^= mul_vectors(V[i, r], L[r, c])
+        for j in range(k):
+            for r in range(v):
+                for c in range(v):
+                    U[i, j] ^= mul_vectors(MUL[V[i, r], V[j, c]], P1[r, c])
+    runs = [pure(gn.sign_products)] + ([gn.sign_products] if HAS_GFNI else [])
+    for products in runs:
+        Ms = np.zeros(k * o * W, np.uint64)
+        Us = np.zeros(k * k * W, np.uint64)
+        products(V, slots, o, (0,) * limbs, Ms, Us)
+        assert (decode_slots(Ms, W, m).reshape(k, o, m) == M).all()
+        assert (decode_slots(Us, W, m).reshape(k, k, m) == U).all()

@@ -273,7 +273,19 @@ def _mayo_gfni_targets():
     def expand_secret(p, rng, fixed):
         return (slots(p, rng), _el(rng, p.v, p.o), (0,) * p.limbs)
 
+    def products(p, rng, fixed):           # signing's products: V, P1 and L secret
+        return (_el(rng, p.k, p.v), slots(p, rng), p.o, (0,) * p.limbs,
+                np.zeros(p.k * p.o * p.words, np.uint64), np.zeros(p.k * p.k * p.words, np.uint64))
+
+    def attempt(p, rng, fixed):            # one signing attempt: everything secret
+        return (_el(rng, p.k, p.v), _el(rng, p.k * p.o), slots(p, rng), p.o, _el(rng, p.m),
+                np.array(p.f_tail, np.int64), (0,) * p.limbs, np.zeros(p.k * p.o, np.uint8))
+
     return _existing([
+        Target("mayo-gfni-sign-attempt", "one whole signing attempt from P1 || L on the encoding (all "
+               "inputs secret)", _k(gn, "sign_attempt"), attempt, secret_args=("V", "r", "slots", "t"), **algs),
+        Target("mayo-gfni-sign-products", "v_i^T L and v_i^T P1 v_j on the encoding (V, P1, L secret)",
+               _k(gn, "sign_products"), products, secret_args=("V", "slots"), **algs),
         Target("gf16-gfni-scalar-matrix", "the GFNI bit matrix of a scalar (c secret)", _k(gfni, "scalar_matrix"),
                scalar, secret_args=("c",), **algs),
         Target("mayo-gfni-public-key", "key generation after hashing on the encoding: P1 O + P2, "

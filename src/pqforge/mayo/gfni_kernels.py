@@ -1,14 +1,15 @@
 """MAYO's products with the oil matrix on m-vectors in their byte encoding, with GFNI.
 
-Used for key generation and secret-key expansion when ``gf16.gfni.ACTIVE``: the keystream of
-P1 || P2 is already the encoding, so the products with O run on it as it comes, and only what
-leaves in bit planes (the expanded secret key) is converted, once. Layout: a flat uint64 array
+Used for key generation, secret-key expansion and signing's products when ``gf16.gfni.ACTIVE``:
+the keystream of P1 || P2 is already the encoding, so the products with O run on it as it comes,
+the expanded secret key keeps P1 || L in it, and only the small products of a signing attempt
+go to bit planes (for the whipping and the linear solve). Layout: a flat uint64 array
 of slots, one m-vector's m/2 bytes at the start of each slot of W = 4 * len(limbs) words and zero
 after them (the slots of ``ExpandedPublicKey.nibbles``): first the v(v+1)/2 entries of the packed
 upper triangle P1 (row by row, j >= i), then the v x o entries of P2, row by row.
 
-Secret: the oil matrix O and every product with it. Each element of O becomes its bit matrix by
-arithmetic (``gfni.scalar_matrix``), the affine instruction's timing does not depend on its
+Secret: the oil matrix O, the vinegar vectors, P1, L and every product. Each secret scalar becomes
+its bit matrix by arithmetic (``gfni.scalar_matrix``), the affine instruction's timing does not depend on its
 operands, and loops and memory positions follow the public sizes only.
 """
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from .._compile_cache import JIT_CACHE
 from ..gf16.gfni import mul_add_slot, scalar_matrices
+from .kernels import slots_to_bitsliced, whip_and_solve
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
 
@@ -77,3 +79,49 @@ def expand_secret_slots(slots, O, limbs):
     """L = (P1 + P1^T) O + P2 in place of P2 in ``slots`` (P1 stays), for the oil matrix O (v, o).
     Secret: O and L."""
     _add_p1_times_oil(slots, scalar_matrices(O), limbs, True)
+
+
+@nb.njit(**_JIT)
+def sign_products(V, slots, o, limbs, M, U):
+    """The products of one signing attempt on the encoding: M[i, c] = v_i^T L[:, c] (k*o slots)
+    and U[i, j] = v_i^T P1 v_j (k*k slots), accumulated into M and U (flat, zeroed), for the
+    vinegar vectors V (k, v) and P1 || L in ``slots``. v_i^T P1 first (k*v slots), then its
+    product with each v_j. Secret: V, P1, L and the products."""
+    k, v = V.shape
+    W = 4 * len(limbs)
+    mats = scalar_matrices(V)
+    l0 = v * (v + 1) // 2 * W
+    for r in range(v):                                         # M = V L
+        for i in range(k):
+            mat = mats[i, r]
+            for c in range(o):
+                mul_add_slot(M, (i * o + c) * W, slots, l0 + (r * o + c) * W, mat, limbs)
+    XP = np.zeros(k * v * W, np.uint64)                        # XP[i, c] = sum_{r <= c} V[i, r] P1[r, c]
+    e = 0
+    for r in range(v):
+        for c in range(r, v):
+            for i in range(k):
+                mul_add_slot(XP, (i * v + c) * W, slots, e, mats[i, r], limbs)
+            e += W
+    for j in range(k):                                         # U[i, j] = sum_c XP[i, c] V[j, c]
+        for c in range(v):
+            mat = mats[j, c]
+            for i in range(k):
+                mul_add_slot(U, (i * k + j) * W, XP, (i * v + c) * W, mat, limbs)
+
+
+@nb.njit(**_JIT)
+def sign_attempt(V, r, slots, o, t, f_tail, limbs, x):
+    """``kernels.sign_attempt`` with P1 || L in their encoding: the products here, then M and U
+    to bit planes for ``kernels.whip_and_solve``. Writes x and returns the (public) rank bit.
+    Secret: all inputs and x."""
+    k = V.shape[0]
+    W = 4 * len(limbs)
+    Ms = np.zeros((k * o, W), np.uint64)
+    Us = np.zeros((k * k, W), np.uint64)
+    sign_products(V, slots, o, limbs, Ms.reshape(k * o * W), Us.reshape(k * k * W))
+    M = np.empty((k, o, W), np.uint64)
+    U = np.empty((k, k, W), np.uint64)
+    slots_to_bitsliced(Ms, M.reshape(k * o, W))
+    slots_to_bitsliced(Us, U.reshape(k * k, W))
+    return whip_and_solve(U, M, t, r, f_tail, x)

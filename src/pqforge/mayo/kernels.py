@@ -855,8 +855,9 @@ def public_pairs_nibbles(X, P, U):
 @nb.njit(**_JIT)
 def slots_to_bitsliced(slots, out):
     """m-vectors from their encoding in W-word slots (``ExpandedPublicKey.nibbles``) to bit
-    planes, out (count, W): each slot read as a vector of 16 W nibbles, zero past m. Public
-    data only."""
+    planes, out (count, W): each slot read as a vector of 16 W nibbles, zero past m. Shifts and
+    masks at public positions (``bitslice_stream``): safe on secret data (the expanded secret
+    key and signing's products on the GFNI path)."""
     count, W = slots.shape
     stream = np.zeros(count * W + 4, np.uint64)   # the spare word bitslice_stream wants
     stream[:count * W] = slots.reshape(count * W)

@@ -35,7 +35,7 @@ def _compiling(path: str) -> Callable[[Operation], Operation]:
     """The first-compile notice for ``path``: its kernels serve every parameter set, except
     verification's, which are compiled per vector size (``kernels.evaluate_public_sized``), and
     the GFNI kernels of key generation and expansion, also compiled per size."""
-    sized = path.startswith("verify") or (gfni.ACTIVE and path in ("keygen", "secret-key expansion"))
+    sized = path.startswith("verify") or (gfni.ACTIVE and path in ("keygen", "secret-key expansion", "sign"))
     return compiling(path, COMPILE_SECONDS[path],
                      lambda p: f"mayo {path} {gfni.KERNELS}" + (f" {p.limbs} limbs" if sized else ""))
 
@@ -51,22 +51,12 @@ def encode_mvecs(params: MayoParams, words: np.ndarray) -> bytes:
     return encode_nibbles(unbitslice(words, params.m))
 
 
-def decode_upper(params: MayoParams, data, size: int) -> np.ndarray:
-    """An upper-triangular matrix of m-vectors, entries row by row (j >= i), kept packed:
-    (size(size+1)/2, W). Row j of the triangle is contiguous, which is all the kernels need."""
-    return decode_mvecs(params, data, size * (size + 1) // 2)
-
-
 def dense_upper(packed: np.ndarray, size: int) -> np.ndarray:
     """A packed upper-triangular matrix as a dense (size, size, W) array, zeros below the diagonal
     (for consumers that want plain row/column indexing, such as the tensor path's GEMMs)."""
     dense = np.zeros((size, size, packed.shape[1]), np.uint64)
     dense[np.triu_indices(size)] = packed
     return dense
-
-
-def decode_matrix(params: MayoParams, data: bytes, rows: int, cols: int) -> np.ndarray:
-    return decode_mvecs(params, data, rows * cols).reshape(rows, cols, params.words)
 
 
 def decode_oil(params: MayoParams, data: bytes) -> np.ndarray:
@@ -76,13 +66,40 @@ def decode_oil(params: MayoParams, data: bytes) -> np.ndarray:
 
 # -- keys in their internal form -----------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class ExpandedSecretKey:
-    """seed_sk and the decoded secret matrices: O (elements), P1 and L (bitsliced)."""
+    """seed_sk, the oil matrix O (elements) and P1 || L: the packed upper triangle P1, then
+    L = (P1 + P1^T) O + P2 (v x o, row by row), in the form signing wants: bit planes
+    (``planes``, (count, W)) for the portable kernels, the encoding in W-word slots (``slots``,
+    flat) for the GFNI kernels. ``P1`` and ``L`` are the bit planes, made from the slots on first
+    use where only those exist (the batch loops and the GPU paths sign from bit planes)."""
     seed_sk: bytes
     O: np.ndarray       # (v, o) uint8
-    P1: np.ndarray      # upper triangular, packed: (v(v+1)/2, W)
-    L: np.ndarray       # (v, o, W)   L = (P1 + P1^T) O + P2
+    planes: np.ndarray | None = None
+    slots: np.ndarray | None = None
+
+    def _planes(self) -> np.ndarray:
+        if self.planes is None:
+            assert self.slots is not None
+            v, o = self.O.shape
+            count = v * (v + 1) // 2 + v * o
+            planes = np.empty((count, self.slots.size // count), np.uint64)
+            kernels.slots_to_bitsliced(self.slots.reshape(planes.shape), planes)
+            self.planes = planes
+        return self.planes
+
+    @property
+    def P1(self) -> np.ndarray:
+        """P1, packed: (v(v+1)/2, W) bit planes."""
+        v = self.O.shape[0]
+        return self._planes()[:v * (v + 1) // 2]
+
+    @property
+    def L(self) -> np.ndarray:
+        """L: (v, o, W) bit planes."""
+        v, o = self.O.shape
+        planes = self._planes()
+        return planes[v * (v + 1) // 2:].reshape(v, o, planes.shape[1])
 
 
 BITSLICED_AFTER = 16
@@ -180,15 +197,13 @@ def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     seed_pk, o_bytes = _seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
     v, o = params.v, params.o
-    P1L = np.empty((v * (v + 1) // 2 + v * o, params.words), np.uint64)
-    if gfni.ACTIVE:                  # L = (P1 + P1^T) O + P2 on the encoding, then to bit planes
+    if gfni.ACTIVE:                  # L = (P1 + P1^T) O + P2 on the encoding, kept there
         slots = public_slots(params, seed_pk)
         gfni_kernels.expand_secret_slots(slots, O, (0,) * params.limbs)
-        kernels.slots_to_bitsliced(slots.reshape(P1L.shape), P1L)
-    else:
-        kernels.expand_secret_from_stream(public_stream(params, seed_pk), O, params.m, P1L)
-    e1 = v * (v + 1) // 2
-    return ExpandedSecretKey(csk, O, P1L[:e1], P1L[e1:].reshape(v, o, params.words))
+        return ExpandedSecretKey(csk, O, slots=slots)
+    P1L = np.empty((v * (v + 1) // 2 + v * o, params.words), np.uint64)
+    kernels.expand_secret_from_stream(public_stream(params, seed_pk), O, params.m, P1L)
+    return ExpandedSecretKey(csk, O, planes=P1L)
 
 
 def expand_sk_bytes(params: MayoParams, csk: bytes) -> bytes:
@@ -202,9 +217,13 @@ def expand_sk_bytes(params: MayoParams, csk: bytes) -> bytes:
 def decode_esk(params: MayoParams, esk: bytes) -> ExpandedSecretKey:
     a = params.sk_seed_bytes
     b = a + params.O_bytes
-    c = b + params.P1_bytes
-    return ExpandedSecretKey(esk[:a], decode_oil(params, esk[a:b]), decode_upper(params, esk[b:c], params.v),
-                             decode_matrix(params, esk[c:], params.v, params.o))
+    count = params.v * (params.v + 1) // 2 + params.v * params.o      # P1 || L, consecutive m-vectors
+    O = decode_oil(params, esk[a:b])
+    if gfni.ACTIVE:
+        slots = np.zeros((count, params.words), np.uint64)
+        slots.view(np.uint8)[:, :params.m_bytes] = np.frombuffer(esk, np.uint8, offset=b).reshape(count, -1)
+        return ExpandedSecretKey(esk[:a], O, slots=slots.reshape(-1))
+    return ExpandedSecretKey(esk[:a], O, planes=decode_mvecs(params, esk[b:], count))
 
 
 def expand_pk(params: MayoParams, cpk: bytes) -> ExpandedPublicKey:
@@ -269,12 +288,17 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
         V = nibbles[:2 * k * vb].reshape(k, 2 * vb)[:, :v]         # v_i = Decode_vec(n - o, V[i vb : (i+1) vb])
         r = nibbles[2 * k * vb:2 * k * vb + k * o]                # r = Decode_vec(ko, V[k vb : ...])
         # M_i = v_i^T L, U[i, j] = v_i^T P1 v_j, A and y = t - sum z^ell u whipped, A x = y solved
-        if kernels.sign_attempt(np.ascontiguousarray(V), r, esk.P1, esk.L, t, f_tail, x):
+        V = np.ascontiguousarray(V)
+        if gfni.ACTIVE and esk.slots is not None:
+            full_rank = gfni_kernels.sign_attempt(V, r, esk.slots, o, t, f_tail, (0,) * params.limbs, x)
+        else:
+            full_rank = kernels.sign_attempt(V, r, esk.P1, esk.L, t, f_tail, x)
+        if full_rank:
             break
     else:  # for a key made by key generation the probability is far below 2^-256
         raise InvalidKey(NO_FULL_RANK)
     s = np.zeros(k * params.n, np.uint8)
-    kernels.assemble_signature(np.ascontiguousarray(V), esk.O, x, params.n, s)
+    kernels.assemble_signature(V, esk.O, x, params.n, s)
     return encode_nibbles(s) + salt
 
 
