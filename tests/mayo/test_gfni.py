@@ -111,12 +111,6 @@ def test_products_on_the_encoding_match_the_reference(m, v, o):
         assert not expanded.reshape(-1, W).view(np.uint8)[:, m // 2:].any()   # padding stays zero
 
 
-@pytest.fixture
-def portable_kernels(monkeypatch):
-    monkeypatch.setattr(gfni, "ACTIVE", False)
-    monkeypatch.setattr(gfni, "KERNELS", "portable")
-
-
 @pytest.mark.parametrize("name", MAYO_FILES)
 def test_portable_kernels_reproduce_the_official_vectors(name, portable_kernels):
     """The full KAT test runs on the path this CPU chooses; this one forces the fallback."""

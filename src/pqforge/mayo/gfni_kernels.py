@@ -1,6 +1,7 @@
 """MAYO's products with the oil matrix on m-vectors in their byte encoding, with GFNI.
 
-Used for key generation, secret-key expansion and signing's products when ``gf16.gfni.ACTIVE``:
+Used for key generation, secret-key expansion, signing's products and verification's quadratic
+form when ``gf16.gfni.ACTIVE``:
 the keystream of P1 || P2 is already the encoding, so the products with O run on it as it comes,
 the expanded secret key keeps P1 || L in it, and only the small products of a signing attempt
 go to bit planes (for the whipping and the linear solve). Layout: a flat uint64 array
@@ -18,7 +19,7 @@ import numpy as np
 
 from .._compile_cache import JIT_CACHE
 from ..gf16.gfni import mul_add_slot, scalar_matrices
-from .kernels import slots_to_bitsliced, whip_and_solve
+from .kernels import slots_to_bitsliced, unbitslice_into, whip_and_solve, whip_bitsliced
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
 
@@ -82,11 +83,33 @@ def expand_secret_slots(slots, O, limbs):
 
 
 @nb.njit(**_JIT)
+def quadratic_pairs(X, P, limbs, U):
+    """U[i, j] ^= x_i^T P x_j (k*k slots, flat) for the rows x_i of X (k, size) and the packed
+    upper-triangular P (flat slots; only its first size(size+1)/2 entries are read): first
+    XP[i, c] = sum_{r <= c} x_i[r] P[r, c] (k*size slots), then U[i, j] = sum_c XP[i, c] x_j[c].
+    Secret in signing: X and P (the vinegar vectors, P1); public in verification."""
+    k, size = X.shape
+    W = 4 * len(limbs)
+    mats = scalar_matrices(X)
+    XP = np.zeros(k * size * W, np.uint64)
+    e = 0
+    for r in range(size):
+        for c in range(r, size):
+            for i in range(k):
+                mul_add_slot(XP, (i * size + c) * W, P, e, mats[i, r], limbs)
+            e += W
+    for j in range(k):
+        for c in range(size):
+            mat = mats[j, c]
+            for i in range(k):
+                mul_add_slot(U, (i * k + j) * W, XP, (i * size + c) * W, mat, limbs)
+
+
+@nb.njit(**_JIT)
 def sign_products(V, slots, o, limbs, M, U):
     """The products of one signing attempt on the encoding: M[i, c] = v_i^T L[:, c] (k*o slots)
     and U[i, j] = v_i^T P1 v_j (k*k slots), accumulated into M and U (flat, zeroed), for the
-    vinegar vectors V (k, v) and P1 || L in ``slots``. v_i^T P1 first (k*v slots), then its
-    product with each v_j. Secret: V, P1, L and the products."""
+    vinegar vectors V (k, v) and P1 || L in ``slots``. Secret: V, P1, L and the products."""
     k, v = V.shape
     W = 4 * len(limbs)
     mats = scalar_matrices(V)
@@ -96,18 +119,7 @@ def sign_products(V, slots, o, limbs, M, U):
             mat = mats[i, r]
             for c in range(o):
                 mul_add_slot(M, (i * o + c) * W, slots, l0 + (r * o + c) * W, mat, limbs)
-    XP = np.zeros(k * v * W, np.uint64)                        # XP[i, c] = sum_{r <= c} V[i, r] P1[r, c]
-    e = 0
-    for r in range(v):
-        for c in range(r, v):
-            for i in range(k):
-                mul_add_slot(XP, (i * v + c) * W, slots, e, mats[i, r], limbs)
-            e += W
-    for j in range(k):                                         # U[i, j] = sum_c XP[i, c] V[j, c]
-        for c in range(v):
-            mat = mats[j, c]
-            for i in range(k):
-                mul_add_slot(U, (i * k + j) * W, XP, (i * v + c) * W, mat, limbs)
+    quadratic_pairs(V, slots, limbs, U)
 
 
 @nb.njit(**_JIT)
@@ -125,3 +137,20 @@ def sign_attempt(V, r, slots, o, t, f_tail, limbs, x):
     slots_to_bitsliced(Ms, M.reshape(k * o, W))
     slots_to_bitsliced(Us, U.reshape(k * k, W))
     return whip_and_solve(U, M, t, r, f_tail, x)
+
+
+@nb.njit(**_JIT)
+def evaluate_public(S, P, limbs, f_tail, y):
+    """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S, from
+    P in its encoding (``ExpandedPublicKey.nibbles``, flat); y (m elements) is overwritten.
+    Public data only (verification)."""
+    k = S.shape[0]
+    W = 4 * len(limbs)
+    m = y.shape[0]
+    Us = np.zeros((k * k, W), np.uint64)
+    quadratic_pairs(S, P, limbs, Us.reshape(k * k * W))
+    U = np.empty((k, k, W), np.uint64)
+    slots_to_bitsliced(Us, U.reshape(k * k, W))
+    yb = np.zeros(W, np.uint64)
+    whip_bitsliced(U, np.zeros((k, 0, W), np.uint64), m, f_tail, yb, np.zeros((W, 0), np.uint64))
+    unbitslice_into(yb, m, y)

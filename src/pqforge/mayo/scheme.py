@@ -309,12 +309,16 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
     s = decode_nibbles(sig, k * params.n).reshape(k, params.n).copy()
     t = _target(params, shake256(msg, params.digest_bytes), salt)
     y = np.zeros(m, np.uint8)
-    P, encoded = epk.for_verification()
-    (_evaluate_encoded if encoded else _evaluate_bitsliced)(params, s, P, y)
+    if gfni.ACTIVE:
+        _evaluate_gfni(params, s, epk.nibbles.reshape(-1), y)
+    else:
+        P, encoded = epk.for_verification()
+        (_evaluate_encoded if encoded else _evaluate_bitsliced)(params, s, P, y)
     return bool(np.array_equal(y, t))
 
 
-# P*(s), compiled for the parameter set's vector size and the key's form only
+# P*(s), compiled for the parameter set's vector size and the key's form only (on the GFNI path
+# always from the encoding)
 
 @_compiling("verify")
 def _evaluate_encoded(params: MayoParams, s, P, y) -> None:
@@ -324,3 +328,8 @@ def _evaluate_encoded(params: MayoParams, s, P, y) -> None:
 @_compiling("verify (bit planes)")
 def _evaluate_bitsliced(params: MayoParams, s, P, y) -> None:
     kernels.evaluate_public_sized(s, P, (0,) * params.limbs, (), np.array(params.f_tail, np.int64), y)
+
+
+@_compiling("verify")
+def _evaluate_gfni(params: MayoParams, s, P, y) -> None:
+    gfni_kernels.evaluate_public(s, P, (0,) * params.limbs, np.array(params.f_tail, np.int64), y)
