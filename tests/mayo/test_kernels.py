@@ -156,7 +156,7 @@ def nibble_slots(entries, W):
 @pytest.mark.parametrize("m", [64, 78])
 def test_public_key_assembly_from_encodings_and_its_bitsliced_form(m):
     from pqforge.mayo.params import MayoParams
-    from pqforge.mayo.scheme import _assemble_public
+    from pqforge.mayo.scheme import decode_epk
     v, o = 5, 3
     n = v + o
     p = MayoParams("test", n=n, m=m, o=o, k=2, f_tail=(8, 0, 2, 8), salt_bytes=24, digest_bytes=32,
@@ -165,7 +165,7 @@ def test_public_key_assembly_from_encodings_and_its_bitsliced_form(m):
     el3, _ = packed_upper(o, m)
     el2 = elements(v, o, m)
     P12 = encoded(el1[np.triu_indices(v)]).tobytes() + encoded(el2).tobytes()
-    epk = _assemble_public(p, P12, encoded(el3[np.triu_indices(o)]).tobytes())
+    epk = decode_epk(p, P12 + encoded(el3[np.triu_indices(o)]).tobytes())
     full = np.zeros((n, n, m), np.uint8)
     full[:v, :v], full[:v, v:], full[v:, v:] = el1, el2, el3
     assert np.array_equal(epk.nibbles, nibble_slots(full[np.triu_indices(n)], p.words))

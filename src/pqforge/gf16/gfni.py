@@ -64,12 +64,12 @@ ACTIVE = KERNELS == "gfni"
 
 @intrinsic
 def _affine_xor4(typingctx, dst, d, src, s, matrix):
-    """dst[d:d+4] ^= A(src[s:s+4]): the 32 bytes at src through the bit matrix ``matrix`` (a
-    uint64, broadcast to every 64-bit lane), XORed into the 32 bytes at dst. 1-D contiguous
-    uint64 arrays; no bounds check."""
+    """The 32 bytes at src[s] through the bit matrix ``matrix`` (a uint64, broadcast to every
+    64-bit lane), XORed into the 32 bytes at dst[d]. 1-D contiguous uint64 or uint8 arrays,
+    indexed in their own elements (so a uint8 source may start at any byte); no bounds check."""
     for arr in (dst, src):
         if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"
-                and arr.dtype == types.uint64):
+                and arr.dtype in (types.uint64, types.uint8)):
             return None
     sig = types.void(dst, d, src, s, types.uint64)
 
@@ -84,7 +84,7 @@ def _affine_xor4(typingctx, dst, d, src, s, matrix):
             ptrs.append(builder.bitcast(builder.gep(data, [index]), lanes.as_pointer()))
         acc = builder.load(ptrs[0])
         x = builder.load(ptrs[1])
-        acc.align = x.align = 8
+        acc.align = x.align = 1
         mat = context.cast(builder, args[4], signature.args[4], types.uint64)
         broadcast = ir.Constant(lanes, ir.Undefined)
         for lane in range(4):
@@ -93,7 +93,7 @@ def _affine_xor4(typingctx, dst, d, src, s, matrix):
             "llvm.x86.vgf2p8affineqb.256", fnty=ir.FunctionType(octets, [octets, octets, ir.IntType(8)]))
         y = builder.call(affine, [builder.bitcast(x, octets), builder.bitcast(broadcast, octets),
                                   ir.Constant(ir.IntType(8), 0)])
-        builder.store(builder.xor(acc, builder.bitcast(y, lanes)), ptrs[0]).align = 8
+        builder.store(builder.xor(acc, builder.bitcast(y, lanes)), ptrs[0]).align = 1
         return context.get_dummy_value()
     return sig, codegen
 
@@ -103,12 +103,13 @@ _BYTES = np.uint64(0x0101010101010101)
 
 def mul_add_slot(dst, d, src, s, matrix, limbs):
     """dst[d : d + W] ^= c * src[s : s + W] for one m-vector in a W-word slot (W = 4 * len(limbs)),
-    c given by its ``scalar_matrix``; 1-D uint64 arrays.
+    c given by its ``scalar_matrix``; 1-D uint64 arrays, or a uint8 ``src`` indexed in bytes
+    (an m-vector read straight from an encoding at any byte offset, with the bytes after it).
 
     Compiled, one affine instruction per 32 bytes. This Python twin computes the same with word
     operations (output bit i of each byte: the parity of the byte ANDed with matrix row i)."""
     n = 4 * len(limbs)
-    x = src[s:s + n]
+    x = src[s:s + n] if src.dtype == np.uint64 else src[s:s + 8 * n].view(np.uint64)
     y = np.zeros(n, np.uint64)
     for i in range(8):
         t = x & (((np.uint64(matrix) >> np.uint64(8 * (7 - i))) & np.uint64(0xFF)) * _BYTES)
@@ -124,9 +125,12 @@ def _mul_add_slot_compiled(dst, d, src, s, matrix, limbs):
     if not isinstance(limbs, types.UniTuple):
         return None
 
+    dstep = 256 // dst.dtype.bitwidth             # elements a 32-byte block spans
+    sstep = 256 // src.dtype.bitwidth
+
     def impl(dst, d, src, s, matrix, limbs):
         for q in range(len(limbs)):
-            _affine_xor4(dst, np.uint64(d) + np.uint64(4 * q), src, np.uint64(s) + np.uint64(4 * q), matrix)
+            _affine_xor4(dst, np.uint64(d) + np.uint64(dstep * q), src, np.uint64(s) + np.uint64(sstep * q), matrix)
     return impl
 
 

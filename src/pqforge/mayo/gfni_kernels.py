@@ -140,17 +140,49 @@ def sign_attempt(V, r, slots, o, t, f_tail, limbs, x):
 
 
 @nb.njit(**_JIT)
-def evaluate_public(S, P, limbs, f_tail, y):
-    """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S, from
-    P in its encoding (``ExpandedPublicKey.nibbles``, flat); y (m elements) is overwritten.
-    Public data only (verification)."""
-    k = S.shape[0]
-    W = 4 * len(limbs)
+def evaluate_public(S, epk, v, limbs, f_tail, y):
+    """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S, read
+    straight from the specification's expanded public key P1 || P2 || P3 (``epk``, uint8, m/2
+    bytes an m-vector, at least 8W spare bytes after it); y (m elements) is overwritten.
+
+    First XP[i, c] = sum_{r <= c} s_i[r] P[r, c] over the three blocks of P (k*n slots), then
+    U[i, j] = sum_c XP[i, c] s_j[c]. Each entry is read as a whole slot from its first byte, so
+    the bytes of a slot past m/2 collect products of the next entries' bytes (the products are
+    byte by byte); they are cleared in U. Public data only (verification)."""
+    k, n = S.shape
     m = y.shape[0]
-    Us = np.zeros((k * k, W), np.uint64)
-    quadratic_pairs(S, P, limbs, Us.reshape(k * k * W))
+    mb = (m + 1) // 2
+    W = 4 * len(limbs)
+    mats = scalar_matrices(S)
+    XP = np.zeros(k * n * W, np.uint64)
+    e = 0
+    for r in range(v):                                         # P1: (r, c) for r <= c < v
+        for c in range(r, v):
+            for i in range(k):
+                mul_add_slot(XP, (i * n + c) * W, epk, e, mats[i, r], limbs)
+            e += mb
+    for r in range(v):                                         # P2: (r, c) for v <= c < n
+        for c in range(v, n):
+            for i in range(k):
+                mul_add_slot(XP, (i * n + c) * W, epk, e, mats[i, r], limbs)
+            e += mb
+    for r in range(v, n):                                      # P3: (r, c) for v <= r <= c
+        for c in range(r, n):
+            for i in range(k):
+                mul_add_slot(XP, (i * n + c) * W, epk, e, mats[i, r], limbs)
+            e += mb
+    Us = np.zeros(k * k * W, np.uint64)
+    for j in range(k):
+        for c in range(n):
+            mat = mats[j, c]
+            for i in range(k):
+                mul_add_slot(Us, (i * k + j) * W, XP, (i * n + c) * W, mat, limbs)
+    Ub = Us.view(np.uint8)
+    for q in range(k * k):
+        for b in range(mb, 8 * W):
+            Ub[q * 8 * W + b] = 0
     U = np.empty((k, k, W), np.uint64)
-    slots_to_bitsliced(Us, U.reshape(k * k, W))
+    slots_to_bitsliced(Us.reshape(k * k, W), U.reshape(k * k, W))
     yb = np.zeros(W, np.uint64)
     whip_bitsliced(U, np.zeros((k, 0, W), np.uint64), m, f_tail, yb, np.zeros((W, 0), np.uint64))
     unbitslice_into(yb, m, y)

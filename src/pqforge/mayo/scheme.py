@@ -109,16 +109,32 @@ them costs one to two verifications, and each verification from them is faster."
 
 @dataclass(eq=False)
 class ExpandedPublicKey:
-    """P = [[P1, P2], [0, P3]], one upper-triangular matrix of m-vectors, packed: (n(n+1)/2, W).
+    """The specification's expanded public key P1 || P2 || P3 as bytes (``encoded``: uint8, m/2
+    bytes an m-vector, followed by ``spare_bytes(params)`` zero bytes), and the forms made from it
+    on first use.
 
-    Verification only adds entries of P (in buckets chosen by the public signature) and
-    multiplies the sums by x, which works on the byte encoding as well as on bit planes, so
-    the key keeps P as its encoding (``nibbles``: each m-vector's m/2 bytes in a W-word slot)
-    and is not decoded at all. ``P`` gives the bitsliced form, made on first use (the tensor
-    path's GEMMs want bit planes); ``for_verification`` switches to it once the key is in
-    steady use."""
-    nibbles: np.ndarray
+    P = [[P1, P2], [0, P3]] is one upper-triangular matrix of m-vectors. Verification on the GFNI
+    path reads its entries straight from ``encoded``. The portable kernels add entries of P in
+    buckets chosen by the public signature and multiply the sums by x, which works on the byte
+    encoding as well as on bit planes: they read ``nibbles`` (P packed, (n(n+1)/2, W), each
+    m-vector's m/2 bytes in a W-word slot), and ``for_verification`` switches to ``P``, the bit
+    planes, once the key is in steady use (the tensor path's GEMMs want bit planes too)."""
+    params: MayoParams
+    encoded: np.ndarray
     verifications: int = 0
+
+    @functools.cached_property
+    def nibbles(self) -> np.ndarray:
+        """P packed, each entry's m/2 bytes copied into its W-word slot (no decoding)."""
+        params = self.params
+        mb = params.m_bytes
+        b = params.P1_bytes + params.P2_bytes
+        to_p12, to_p3 = _public_entry_places(params)
+        nibbles = np.zeros((params.n * (params.n + 1) // 2, params.words), np.uint64)
+        slots = nibbles.view(np.uint8)
+        kernels.place_rows(slots, to_p12, self.encoded[:b].reshape(-1, mb))
+        kernels.place_rows(slots, to_p3, self.encoded[b:params.epk_bytes].reshape(-1, mb))
+        return nibbles
 
     @property
     def has_bitsliced(self) -> bool:
@@ -226,10 +242,19 @@ def decode_esk(params: MayoParams, esk: bytes) -> ExpandedSecretKey:
     return ExpandedSecretKey(esk[:a], O, planes=decode_mvecs(params, esk[b:], count))
 
 
+def spare_bytes(params: MayoParams) -> int:
+    """Zero bytes after an expanded public key's encoding: the GFNI kernels read whole slots of
+    W words from an m-vector's first byte on, also for the last one."""
+    return 8 * params.words + 16
+
+
 def expand_pk(params: MayoParams, cpk: bytes) -> ExpandedPublicKey:
-    seed_pk = cpk[:params.pk_seed_bytes]
-    P12 = aes128_ctr_scratch(seed_pk, params.P1_bytes + params.P2_bytes)   # P1 || P2, encoded
-    return _assemble_public(params, P12, cpk[params.pk_seed_bytes:])
+    b = params.P1_bytes + params.P2_bytes
+    encoded = np.empty(params.epk_bytes + spare_bytes(params), np.uint8)
+    aes128_ctr_into(cpk[:params.pk_seed_bytes], b, encoded)            # P1 || P2
+    encoded[b:params.epk_bytes] = np.frombuffer(cpk, np.uint8, offset=params.pk_seed_bytes)
+    encoded[params.epk_bytes:] = 0
+    return ExpandedPublicKey(params, encoded)
 
 
 def expand_pk_bytes(params: MayoParams, cpk: bytes) -> bytes:
@@ -238,20 +263,9 @@ def expand_pk_bytes(params: MayoParams, cpk: bytes) -> bytes:
 
 
 def decode_epk(params: MayoParams, epk: bytes) -> ExpandedPublicKey:
-    b = params.P1_bytes + params.P2_bytes
-    return _assemble_public(params, epk[:b], epk[b:])
-
-
-def _assemble_public(params, P12, P3) -> ExpandedPublicKey:
-    """The key from the encodings of P1 || P2 and of P3 (bytes-like): each entry's m/2 bytes
-    copied to its place in the packed P, no decoding."""
-    mb = params.m_bytes
-    to_p12, to_p3 = _public_entry_places(params)
-    nibbles = np.zeros((params.n * (params.n + 1) // 2, params.words), np.uint64)
-    slots = nibbles.view(np.uint8)
-    kernels.place_rows(slots, to_p12, np.frombuffer(P12, np.uint8).reshape(-1, mb))
-    kernels.place_rows(slots, to_p3, np.frombuffer(P3, np.uint8).reshape(-1, mb))
-    return ExpandedPublicKey(nibbles)
+    encoded = np.zeros(params.epk_bytes + spare_bytes(params), np.uint8)
+    encoded[:params.epk_bytes] = np.frombuffer(epk, np.uint8)
+    return ExpandedPublicKey(params, encoded)
 
 
 @functools.lru_cache(maxsize=None)
@@ -310,7 +324,7 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
     t = _target(params, shake256(msg, params.digest_bytes), salt)
     y = np.zeros(m, np.uint8)
     if gfni.ACTIVE:
-        _evaluate_gfni(params, s, epk.nibbles.reshape(-1), y)
+        _evaluate_gfni(params, s, epk.encoded, y)
     else:
         P, encoded = epk.for_verification()
         (_evaluate_encoded if encoded else _evaluate_bitsliced)(params, s, P, y)
@@ -331,5 +345,5 @@ def _evaluate_bitsliced(params: MayoParams, s, P, y) -> None:
 
 
 @_compiling("verify")
-def _evaluate_gfni(params: MayoParams, s, P, y) -> None:
-    gfni_kernels.evaluate_public(s, P, (0,) * params.limbs, np.array(params.f_tail, np.int64), y)
+def _evaluate_gfni(params: MayoParams, s, epk, y) -> None:
+    gfni_kernels.evaluate_public(s, epk, params.v, (0,) * params.limbs, np.array(params.f_tail, np.int64), y)
