@@ -25,7 +25,7 @@ import warnings
 import numba as nb
 import numpy as np
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from .._compile_cache import JIT_CACHE
@@ -62,38 +62,105 @@ KERNELS = _choose()
 ACTIVE = KERNELS == "gfni"
 
 
+def _arrays_ok(*arrays) -> bool:
+    return all(isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"
+               and a.dtype in (types.uint64, types.uint8) for a in arrays)
+
+
+class _Codegen:
+    """LLVM IR pieces shared by the intrinsics: 32-byte blocks of 1-D arrays and the affine map."""
+
+    lanes = ir.VectorType(ir.IntType(64), 4)
+    octets = ir.VectorType(ir.IntType(8), 32)
+
+    def __init__(self, context, builder):
+        self.context, self.builder = context, builder
+        self.affine_fn = builder.module.declare_intrinsic(
+            "llvm.x86.vgf2p8affineqb.256", fnty=ir.FunctionType(self.octets, [self.octets, self.octets, ir.IntType(8)]))
+
+    def data(self, arr_type, arr):
+        return self.context.make_array(arr_type)(self.context, self.builder, arr).data
+
+    def index(self, value, value_type):
+        return self.context.cast(self.builder, value, value_type, types.int64)
+
+    def block(self, data, index):
+        """Pointer to the 32 bytes at element ``index`` of an array's data (any alignment)."""
+        return self.builder.bitcast(self.builder.gep(data, [index]), self.lanes.as_pointer())
+
+    def load(self, ptr):
+        value = self.builder.load(ptr)
+        value.align = 1
+        return value
+
+    def broadcast(self, matrix):
+        b = self.builder
+        out = ir.Constant(self.lanes, ir.Undefined)
+        for lane in range(4):
+            out = b.insert_element(out, matrix, ir.Constant(ir.IntType(32), lane))
+        return out
+
+    def affine(self, x, matrix_lanes):
+        b = self.builder
+        y = b.call(self.affine_fn, [b.bitcast(x, self.octets), b.bitcast(matrix_lanes, self.octets),
+                                    ir.Constant(ir.IntType(8), 0)])
+        return b.bitcast(y, self.lanes)
+
+
 @intrinsic
 def _affine_xor4(typingctx, dst, d, src, s, matrix):
     """The 32 bytes at src[s] through the bit matrix ``matrix`` (a uint64, broadcast to every
     64-bit lane), XORed into the 32 bytes at dst[d]. 1-D contiguous uint64 or uint8 arrays,
     indexed in their own elements (so a uint8 source may start at any byte); no bounds check."""
-    for arr in (dst, src):
-        if not (isinstance(arr, types.Array) and arr.ndim == 1 and arr.layout == "C"
-                and arr.dtype in (types.uint64, types.uint8)):
-            return None
+    if not _arrays_ok(dst, src):
+        return None
     sig = types.void(dst, d, src, s, types.uint64)
 
     def codegen(context, builder, signature, args):
-        lanes = ir.VectorType(ir.IntType(64), 4)
-        octets = ir.VectorType(ir.IntType(8), 32)
-        ptrs = []
-        for arr_type, arr, at, at_type in ((signature.args[0], args[0], args[1], signature.args[1]),
-                                           (signature.args[2], args[2], args[3], signature.args[3])):
-            data = context.make_array(arr_type)(context, builder, arr).data
-            index = context.cast(builder, at, at_type, types.uint64)
-            ptrs.append(builder.bitcast(builder.gep(data, [index]), lanes.as_pointer()))
-        acc = builder.load(ptrs[0])
-        x = builder.load(ptrs[1])
-        acc.align = x.align = 1
-        mat = context.cast(builder, args[4], signature.args[4], types.uint64)
-        broadcast = ir.Constant(lanes, ir.Undefined)
-        for lane in range(4):
-            broadcast = builder.insert_element(broadcast, mat, ir.Constant(ir.IntType(32), lane))
-        affine = builder.module.declare_intrinsic(
-            "llvm.x86.vgf2p8affineqb.256", fnty=ir.FunctionType(octets, [octets, octets, ir.IntType(8)]))
-        y = builder.call(affine, [builder.bitcast(x, octets), builder.bitcast(broadcast, octets),
-                                  ir.Constant(ir.IntType(8), 0)])
-        builder.store(builder.xor(acc, builder.bitcast(y, lanes)), ptrs[0]).align = 1
+        g = _Codegen(context, builder)
+        at = g.block(g.data(signature.args[0], args[0]), g.index(args[1], signature.args[1]))
+        x = g.load(g.block(g.data(signature.args[2], args[2]), g.index(args[3], signature.args[3])))
+        matrix = context.cast(builder, args[4], signature.args[4], types.uint64)
+        builder.store(builder.xor(g.load(at), g.affine(x, g.broadcast(matrix))), at).align = 1
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def _dot_add(typingctx, dst, d, src, s, step, matrices, t, tstep, count, limbs):
+    """dst[d..] ^= sum_q A(matrices[t + q tstep]) src[s + q step ..] for q < count: one slot of
+    len(limbs) 32-byte blocks accumulated in registers over the whole sum (the accumulator is
+    loaded and stored once). dst, src: 1-D uint64 or uint8 arrays indexed in their own
+    elements; matrices: 1-D uint64. No bounds check."""
+    if not (_arrays_ok(dst, src) and isinstance(limbs, types.UniTuple) and isinstance(matrices, types.Array)
+            and matrices.dtype == types.uint64 and matrices.ndim == 1 and matrices.layout == "C"):
+        return None
+    blocks = limbs.count
+    dstep, sstep = 256 // dst.dtype.bitwidth, 256 // src.dtype.bitwidth     # elements a block spans
+    sig = types.void(dst, d, src, s, step, matrices, t, tstep, count, limbs)
+
+    def codegen(context, builder, signature, args):
+        g = _Codegen(context, builder)
+        kinds = signature.args
+        i64 = ir.IntType(64)
+        dst_data, src_data = g.data(kinds[0], args[0]), g.data(kinds[2], args[2])
+        mat_data = g.data(kinds[5], args[5])
+        d_, s_, step_, t_, tstep_, count_ = (g.index(args[i], kinds[i]) for i in (1, 3, 4, 6, 7, 8))
+        slots = []
+        for b in range(blocks):
+            at = g.block(dst_data, builder.add(d_, i64(dstep * b)))
+            acc = cgutils.alloca_once(builder, g.lanes)      # promoted to a register by LLVM
+            builder.store(g.load(at), acc)
+            slots.append((at, acc))
+        with cgutils.for_range(builder, count_) as loop:
+            q = loop.index
+            matrix = g.broadcast(builder.load(builder.gep(mat_data, [builder.add(t_, builder.mul(q, tstep_))])))
+            base = builder.add(s_, builder.mul(q, step_))
+            for b, (_, acc) in enumerate(slots):
+                x = g.load(g.block(src_data, builder.add(base, i64(sstep * b))))
+                builder.store(builder.xor(builder.load(acc), g.affine(x, matrix)), acc)
+        for at, acc in slots:
+            builder.store(builder.load(acc), at).align = 1
         return context.get_dummy_value()
     return sig, codegen
 
@@ -163,10 +230,28 @@ def scalar_matrix(c):
 
 @nb.njit(cache=JIT_CACHE, nogil=True)
 def scalar_matrices(B):
-    """``scalar_matrix`` of every element of the 2-D array B (uint64, same shape). B may be secret."""
+    """``scalar_matrix`` of every element of the 2-D array B, flat: element (r, c) at r * C + c
+    (a uint64 array of B.size). B may be secret."""
     R, C = B.shape
-    out = np.empty((R, C), np.uint64)
+    out = np.empty(R * C, np.uint64)
     for r in range(R):
         for c in range(C):
-            out[r, c] = scalar_matrix(B[r, c])
+            out[r * C + c] = scalar_matrix(B[r, c])
     return out
+
+def dot_add_slot(dst, d, src, s, step, matrices, t, tstep, count, limbs):
+    """dst[d : d + W] ^= sum_{q < count} c_q * src[s + q step : ... + W] with c_q given by its
+    matrix matrices[t + q tstep]: a dot product of scalars and m-vectors into one slot, the
+    accumulator kept in registers (``mul_add_slot`` for the arrays and indexing)."""
+    for q in range(count):
+        mul_add_slot(dst, d, src, s + q * step, matrices[t + q * tstep], limbs)
+
+
+@overload(dot_add_slot, inline="always")
+def _dot_add_slot_compiled(dst, d, src, s, step, matrices, t, tstep, count, limbs):
+    if not isinstance(limbs, types.UniTuple):
+        return None
+
+    def impl(dst, d, src, s, step, matrices, t, tstep, count, limbs):
+        _dot_add(dst, d, src, s, step, matrices, t, tstep, count, limbs)
+    return impl

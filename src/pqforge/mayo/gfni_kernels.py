@@ -1,47 +1,52 @@
-"""MAYO's products with the oil matrix on m-vectors in their byte encoding, with GFNI.
+"""MAYO's GF(16) products on m-vectors in their byte encoding, with GFNI.
 
 Used for key generation, secret-key expansion, signing's products and verification's quadratic
-form when ``gf16.gfni.ACTIVE``:
-the keystream of P1 || P2 is already the encoding, so the products with O run on it as it comes,
-the expanded secret key keeps P1 || L in it, and only the small products of a signing attempt
-go to bit planes (for the whipping and the linear solve). Layout: a flat uint64 array
-of slots, one m-vector's m/2 bytes at the start of each slot of W = 4 * len(limbs) words and zero
-after them (the slots of ``ExpandedPublicKey.nibbles``): first the v(v+1)/2 entries of the packed
-upper triangle P1 (row by row, j >= i), then the v x o entries of P2, row by row.
+form when ``gf16.gfni.ACTIVE``: the keystream of P1 || P2 is already the encoding, so the
+products with O run on it as it comes, the expanded secret key keeps P1 || L in it, the expanded
+public key is the specification's byte string, and only the small products of an attempt or a
+verification go to bit planes (for the whipping and the linear solve).
+
+Layout: a flat uint64 array of slots, one m-vector's m/2 bytes at the start of each slot of
+W = 4 * len(limbs) words and zero after them: first the v(v+1)/2 entries of the packed upper
+triangle P1 (row by row, j >= i), then the v x o entries of P2 (or L), row by row. Every sum is
+a dot product of scalars and m-vectors (``gfni.dot_add_slot``: the accumulator stays in
+registers), except the transposed term of the expansion, which adds entry by entry.
 
 Secret: the oil matrix O, the vinegar vectors, P1, L and every product. Each secret scalar becomes
-its bit matrix by arithmetic (``gfni.scalar_matrix``), the affine instruction's timing does not depend on its
-operands, and loops and memory positions follow the public sizes only.
+its bit matrix by arithmetic (``gfni.scalar_matrix``), the affine instruction's timing does not
+depend on its operands, and loops and memory positions follow the public sizes only.
 """
 
 import numba as nb
 import numpy as np
 
 from .._compile_cache import JIT_CACHE
-from ..gf16.gfni import mul_add_slot, scalar_matrices
+from ..gf16.gfni import dot_add_slot, mul_add_slot, scalar_matrices
 from .kernels import slots_to_bitsliced, unbitslice_into, whip_and_solve, whip_bitsliced
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
 
 
 @nb.njit(**_JIT)
-def _add_p1_times_oil(slots, mats, limbs, symmetric):
-    """Q ^= P1 O, where Q is the v x o block after P1 (P2 on entry); with ``symmetric`` (public),
-    Q ^= (P1 + P1^T) O instead. Entry (r, j) of P1 adds P1[r, j] O[j, c] to Q[r, c], and for
-    the transpose P1[r, j] O[r, c] to Q[j, c]; on the diagonal the two cancel, as they should
-    ((P1 + P1^T) has a zero diagonal in characteristic 2). ``mats``: the bit matrices of O."""
-    v, o = mats.shape
+def _add_p1_times_oil(slots, mats, o, limbs, symmetric):
+    """Q ^= P1 O, where Q is the v x o block after P1 (P2 on entry) and ``mats`` the bit matrices
+    of O (flat, v*o); with ``symmetric`` (public), Q ^= (P1 + P1^T) O instead, whose diagonal is
+    zero: row r takes sum_{j > r} P1[r, j] O[j, c] as a dot product along P1's packed row, and
+    the transpose's P1[r, j] O[r, c] is added to row j entry by entry."""
+    v = mats.shape[0] // o
     W = 4 * len(limbs)
     q0 = v * (v + 1) // 2 * W
-    e = 0
+    first = 1 if symmetric else 0
+    e = 0                                              # slot of P1[r, r]
     for r in range(v):
-        for j in range(r, v):
-            for c in range(o):
-                mul_add_slot(slots, q0 + (r * o + c) * W, slots, e, mats[j, c], limbs)
-            if symmetric:
+        for c in range(o):
+            dot_add_slot(slots, q0 + (r * o + c) * W, slots, e + first * W, W, mats, (r + first) * o + c, o,
+                         v - r - first, limbs)
+        if symmetric:
+            for j in range(r + 1, v):
                 for c in range(o):
-                    mul_add_slot(slots, q0 + (j * o + c) * W, slots, e, mats[r, c], limbs)
-            e += W
+                    mul_add_slot(slots, q0 + (j * o + c) * W, slots, e + (j - r) * W, mats[r * o + c], limbs)
+        e += (v - r) * W
 
 
 @nb.njit(**_JIT)
@@ -53,14 +58,12 @@ def public_key_from_slots(slots, O, limbs, out):
     W = 4 * len(limbs)
     mb = out.shape[0] // (o * (o + 1) // 2)
     mats = scalar_matrices(O)
-    _add_p1_times_oil(slots, mats, limbs, False)              # Q = P1 O + P2
+    _add_p1_times_oil(slots, mats, o, limbs, False)           # Q = P1 O + P2
     q0 = v * (v + 1) // 2 * W
-    P3 = np.zeros(o * o * W, np.uint64)                       # O^T Q
-    for r in range(v):
-        for i in range(o):
-            mat = mats[r, i]
-            for c in range(o):
-                mul_add_slot(P3, (i * o + c) * W, slots, q0 + (r * o + c) * W, mat, limbs)
+    P3 = np.zeros(o * o * W, np.uint64)                       # P3[i, c] = sum_r O[r, i] Q[r, c]
+    for i in range(o):
+        for c in range(o):
+            dot_add_slot(P3, (i * o + c) * W, slots, q0 + c * W, o * W, mats, i, o, v, limbs)
     entry = np.zeros(W, np.uint64)                            # Upper: P3[i, j] + P3[j, i] above the diagonal
     entry_bytes = entry.view(np.uint8)
     at = 0
@@ -79,30 +82,27 @@ def public_key_from_slots(slots, O, limbs, out):
 def expand_secret_slots(slots, O, limbs):
     """L = (P1 + P1^T) O + P2 in place of P2 in ``slots`` (P1 stays), for the oil matrix O (v, o).
     Secret: O and L."""
-    _add_p1_times_oil(slots, scalar_matrices(O), limbs, True)
+    _add_p1_times_oil(slots, scalar_matrices(O), O.shape[1], limbs, True)
 
 
 @nb.njit(**_JIT)
 def quadratic_pairs(X, P, limbs, U):
     """U[i, j] ^= x_i^T P x_j (k*k slots, flat) for the rows x_i of X (k, size) and the packed
-    upper-triangular P (flat slots; only its first size(size+1)/2 entries are read): first
-    XP[i, c] = sum_{r <= c} x_i[r] P[r, c] (k*size slots), then U[i, j] = sum_c XP[i, c] x_j[c].
-    Secret in signing: X and P (the vinegar vectors, P1); public in verification."""
+    upper-triangular P (flat slots; its first size(size+1)/2 entries): first
+    PX[j, r] = sum_{c >= r} P[r, c] x_j[c] along each packed row (k*size slots), then
+    U[i, j] = sum_r x_i[r] PX[j, r]. Secret in signing: X and P (the vinegar vectors, P1)."""
     k, size = X.shape
     W = 4 * len(limbs)
     mats = scalar_matrices(X)
-    XP = np.zeros(k * size * W, np.uint64)
+    PX = np.zeros(k * size * W, np.uint64)
     e = 0
     for r in range(size):
-        for c in range(r, size):
-            for i in range(k):
-                mul_add_slot(XP, (i * size + c) * W, P, e, mats[i, r], limbs)
-            e += W
-    for j in range(k):
-        for c in range(size):
-            mat = mats[j, c]
-            for i in range(k):
-                mul_add_slot(U, (i * k + j) * W, XP, (i * size + c) * W, mat, limbs)
+        for j in range(k):
+            dot_add_slot(PX, (j * size + r) * W, P, e, W, mats, j * size + r, 1, size - r, limbs)
+        e += (size - r) * W
+    for i in range(k):
+        for j in range(k):
+            dot_add_slot(U, (i * k + j) * W, PX, j * size * W, W, mats, i * size, 1, size, limbs)
 
 
 @nb.njit(**_JIT)
@@ -114,11 +114,9 @@ def sign_products(V, slots, o, limbs, M, U):
     W = 4 * len(limbs)
     mats = scalar_matrices(V)
     l0 = v * (v + 1) // 2 * W
-    for r in range(v):                                         # M = V L
-        for i in range(k):
-            mat = mats[i, r]
-            for c in range(o):
-                mul_add_slot(M, (i * o + c) * W, slots, l0 + (r * o + c) * W, mat, limbs)
+    for i in range(k):                                         # M = V L, column by column of L
+        for c in range(o):
+            dot_add_slot(M, (i * o + c) * W, slots, l0 + c * W, o * W, mats, i * v, 1, v, limbs)
     quadratic_pairs(V, slots, limbs, U)
 
 
@@ -145,38 +143,33 @@ def evaluate_public(S, epk, v, limbs, f_tail, y):
     straight from the specification's expanded public key P1 || P2 || P3 (``epk``, uint8, m/2
     bytes an m-vector, at least 8W spare bytes after it); y (m elements) is overwritten.
 
-    First XP[i, c] = sum_{r <= c} s_i[r] P[r, c] over the three blocks of P (k*n slots), then
-    U[i, j] = sum_c XP[i, c] s_j[c]. Each entry is read as a whole slot from its first byte, so
-    the bytes of a slot past m/2 collect products of the next entries' bytes (the products are
-    byte by byte); they are cleared in U. Public data only (verification)."""
+    As ``quadratic_pairs``, with the rows of P = [[P1, P2], [0, P3]] read from their three blocks.
+    Each entry is read as a whole slot from its first byte, so the bytes of a slot past m/2
+    collect products of the next entries' bytes (the products are byte by byte); they are
+    cleared in U. Public data only (verification)."""
     k, n = S.shape
+    o = n - v
     m = y.shape[0]
     mb = (m + 1) // 2
     W = 4 * len(limbs)
     mats = scalar_matrices(S)
-    XP = np.zeros(k * n * W, np.uint64)
-    e = 0
-    for r in range(v):                                         # P1: (r, c) for r <= c < v
-        for c in range(r, v):
-            for i in range(k):
-                mul_add_slot(XP, (i * n + c) * W, epk, e, mats[i, r], limbs)
-            e += mb
-    for r in range(v):                                         # P2: (r, c) for v <= c < n
-        for c in range(v, n):
-            for i in range(k):
-                mul_add_slot(XP, (i * n + c) * W, epk, e, mats[i, r], limbs)
-            e += mb
-    for r in range(v, n):                                      # P3: (r, c) for v <= r <= c
-        for c in range(r, n):
-            for i in range(k):
-                mul_add_slot(XP, (i * n + c) * W, epk, e, mats[i, r], limbs)
-            e += mb
+    PX = np.zeros(k * n * W, np.uint64)                        # PX[j, r] = sum_{c >= r} P[r, c] s_j[c]
+    p1 = 0
+    p2 = v * (v + 1) // 2 * mb
+    for r in range(v):
+        for j in range(k):
+            dot_add_slot(PX, (j * n + r) * W, epk, p1, mb, mats, j * n + r, 1, v - r, limbs)
+            dot_add_slot(PX, (j * n + r) * W, epk, p2 + r * o * mb, mb, mats, j * n + v, 1, o, limbs)
+        p1 += (v - r) * mb
+    p3 = p2 + v * o * mb
+    for r in range(v, n):
+        for j in range(k):
+            dot_add_slot(PX, (j * n + r) * W, epk, p3, mb, mats, j * n + r, 1, n - r, limbs)
+        p3 += (n - r) * mb
     Us = np.zeros(k * k * W, np.uint64)
-    for j in range(k):
-        for c in range(n):
-            mat = mats[j, c]
-            for i in range(k):
-                mul_add_slot(Us, (i * k + j) * W, XP, (i * n + c) * W, mat, limbs)
+    for i in range(k):
+        for j in range(k):
+            dot_add_slot(Us, (i * k + j) * W, PX, j * n * W, W, mats, i * n, 1, n, limbs)
     Ub = Us.view(np.uint8)
     for q in range(k * k):
         for b in range(mb, 8 * W):
