@@ -1,7 +1,9 @@
 """Where MAYO's time goes: each step of expansion, signing and verification timed alone.
 
 The steps are the calls that ``pqforge.mayo.scheme`` makes, on prepared inputs, so the figures
-add up (up to interpreter overhead) to the whole operations that ``pqforge bench`` reports.
+add up (up to interpreter overhead) to the whole operations that ``pqforge bench`` reports. The
+"whole" rows run the kernels this CPU uses; the steps of the portable (bit-plane) kernels are
+listed always, those of the GFNI kernels (rows "GFNI: ...") where they run.
 Times are per-thread CPU time (``time.thread_time``), the minimum of many runs, which keeps
 other processes on a busy machine out of the figures.
 """
@@ -13,9 +15,9 @@ import time
 
 import numpy as np
 
-from ..gf16 import decode_nibbles
+from ..gf16 import decode_nibbles, gfni
 from ..gf16.kernels import bitslice_stream
-from ..mayo import kernels, scheme
+from ..mayo import gfni_kernels, kernels, scheme
 from ..mayo.params import MayoParams
 from ..symmetric import shake256
 
@@ -59,7 +61,7 @@ def steps(p: MayoParams) -> dict:
     kernels.whip_bitsliced(U, M, m, f_tail, y, A)
     x = np.zeros(k * o, np.uint8)
     s = decode_nibbles(sig, k * p.n).reshape(k, p.n).copy()
-    return {
+    out = {
         "AES-128-CTR P1,P2": _cpu_us(lambda: scheme.public_stream(p, seed_pk, stream)),
         "decode P1,P2": _cpu_us(lambda: bitslice_stream(stream, 2 * p.m_bytes, P12)),
         "O^T P1": _cpu_us(lambda: kernels.mul_transposed_packed(O, P1, np.zeros((o, v, W), np.uint64))),
@@ -76,6 +78,19 @@ def steps(p: MayoParams) -> dict:
         "verify (whole, expanded)": _cpu_us(lambda: scheme.verify(p, epk, b"m", sig)),
         "SHAKE256 (one call)": _cpu_us(lambda: shake256(vr, k * p.v_bytes + p.r_bytes)),
     }
+    if gfni.ACTIVE:
+        slots = scheme.public_slots(p, seed_pk)
+        limbs = (0,) * p.limbs
+        pk_out = np.zeros(p.P3_bytes, np.uint8)
+        out.update({
+            "GFNI: keygen products": _cpu_us(lambda: gfni_kernels.public_key_from_slots(slots.copy(), O, limbs, pk_out)),
+            "GFNI: expansion products": _cpu_us(lambda: gfni_kernels.expand_secret_slots(slots.copy(), O, limbs)),
+            "GFNI: sign v^T L, v^T P1 v": _cpu_us(lambda: gfni_kernels.sign_products(
+                V, esk.slots, o, limbs, np.zeros(k * o * W, np.uint64), np.zeros(k * k * W, np.uint64))),
+            "GFNI: verify P*(s)": _cpu_us(lambda: gfni_kernels.evaluate_public(
+                s, epk.encoded, v, limbs, f_tail, np.zeros(m, np.uint8))),
+        })
+    return out
 
 
 def table(results: dict) -> str:

@@ -264,8 +264,8 @@ def _mayo_gfni_targets():
         out.view(np.uint8)[:, :p.m_bytes] = rng.integers(0, 256, (count, p.m_bytes), dtype=np.uint8)
         return out.reshape(-1)
 
-    def scalar(p, rng, fixed):
-        return (int(rng.integers(0, 16)),)
+    def scalars(p, rng, fixed):            # the oil matrix's elements, as in key generation
+        return (_el(rng, p.v, p.o),)
 
     def public_key(p, rng, fixed):
         return (slots(p, rng), _el(rng, p.v, p.o), (0,) * p.limbs, np.zeros(p.P3_bytes, np.uint8))
@@ -286,8 +286,9 @@ def _mayo_gfni_targets():
                "inputs secret)", _k(gn, "sign_attempt"), attempt, secret_args=("V", "r", "slots", "t"), **algs),
         Target("mayo-gfni-sign-products", "v_i^T L and v_i^T P1 v_j on the encoding (V, P1, L secret)",
                _k(gn, "sign_products"), products, secret_args=("V", "slots"), **algs),
-        Target("gf16-gfni-scalar-matrix", "the GFNI bit matrix of a scalar (c secret)", _k(gfni, "scalar_matrix"),
-               scalar, secret_args=("c",), **algs),
+        Target("gf16-gfni-scalar-matrices", "the GFNI bit matrices of a matrix of scalars, as of O in key "
+               "generation (B secret; an array call, so numba's conversion of a Python int stays out of the "
+               "timing)", _k(gfni, "scalar_matrices"), scalars, secret_args=("B",), **algs),
         Target("mayo-gfni-public-key", "key generation after hashing on the encoding: P1 O + P2, "
                "O^T (P1 O + P2), Encode(Upper(.)) (O secret)", _k(gn, "public_key_from_slots"), public_key,
                secret_args=("O",), **algs),
