@@ -9,6 +9,7 @@ harness see only this uniform shape.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import re
@@ -49,8 +50,12 @@ def _official_kat_data() -> dict[str, dict[str, Any]]:
 def name_key(name: object) -> str:
     """The form in which algorithm names are compared: case, hyphens, underscores, spaces and a
     leading "Classic" do not matter, so "MAYO-2", "mayo2" and "McEliece348864" are names too."""
-    key = re.sub(r"[^a-z0-9]", "", str(name).lower())
-    return key.removeprefix("classic")
+    return _name_key(str(name))
+
+
+@functools.lru_cache(maxsize=256)       # every functional call names its algorithm
+def _name_key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower()).removeprefix("classic")
 
 
 def lookup(registry: dict[str, Any], name: object, what: str) -> Any:

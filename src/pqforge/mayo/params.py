@@ -9,6 +9,7 @@ round's sets are new rows, not new code.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from math import ceil
 
 
@@ -32,76 +33,77 @@ class MayoParams:
         if self.m % 2:
             raise ValueError(f"{self.name}: m must be even, got {self.m}")
 
-    # -- derived sizes (all in the specification's nibble encoding) --
-    @property
+    # -- derived sizes (all in the specification's nibble encoding; computed once, since every
+    # operation reads several of them) --
+    @cached_property
     def v(self) -> int:
         """Number of vinegar variables, n - o."""
         return self.n - self.o
 
-    @property
+    @cached_property
     def m_bytes(self) -> int:
         return ceil(self.m / 2)
 
-    @property
+    @cached_property
     def O_bytes(self) -> int:
         return ceil(self.v * self.o / 2)
 
-    @property
+    @cached_property
     def v_bytes(self) -> int:
         return ceil(self.v / 2)
 
-    @property
+    @cached_property
     def r_bytes(self) -> int:
         return ceil(self.k * self.o / 2)
 
-    @property
+    @cached_property
     def P1_bytes(self) -> int:
         return self.m_bytes * self.v * (self.v + 1) // 2
 
-    @property
+    @cached_property
     def P2_bytes(self) -> int:
         return self.m_bytes * self.v * self.o
 
-    @property
+    @cached_property
     def P3_bytes(self) -> int:
         return self.m_bytes * self.o * (self.o + 1) // 2
 
-    @property
+    @cached_property
     def L_bytes(self) -> int:
         return self.P2_bytes
 
-    @property
+    @cached_property
     def sig_bytes(self) -> int:
         return ceil(self.k * self.n / 2) + self.salt_bytes
 
-    @property
+    @cached_property
     def cpk_bytes(self) -> int:
         return self.pk_seed_bytes + self.P3_bytes
 
-    @property
+    @cached_property
     def csk_bytes(self) -> int:
         return self.sk_seed_bytes
 
-    @property
+    @cached_property
     def epk_bytes(self) -> int:
         return self.P1_bytes + self.P2_bytes + self.P3_bytes
 
-    @property
+    @cached_property
     def esk_bytes(self) -> int:
         return self.sk_seed_bytes + self.O_bytes + self.P1_bytes + self.L_bytes
 
     # -- bitsliced layout --
-    @property
+    @cached_property
     def limbs(self) -> int:
         """64-bit words per bit plane of an m-vector."""
         return ceil(self.m / 64)
 
-    @property
+    @cached_property
     def words(self) -> int:
         """64-bit words of one bitsliced m-vector (four bit planes)."""
         return 4 * self.limbs
 
-    @property
+    @cached_property
     def pairs(self) -> int:
         """k(k+1)/2: the number of z^ell terms in the whipped map."""
         return self.k * (self.k + 1) // 2
