@@ -89,6 +89,21 @@ def test_sign_many_consumes_rng_like_a_loop_of_single_signs(keyed):
         pk.verify(s, m)
 
 
+@pytest.mark.parametrize("kernels", ["portable", "chosen"])
+def test_one_key_batches_equal_single_calls_on_both_kernel_sets(keyed, kernels, request):
+    """The one-key loops run the GFNI kernels on the key's encoding where the CPU has them; the
+    portable loops (bit planes, made from the encoding on demand) give the same results."""
+    if kernels == "portable":
+        request.getfixturevalue("portable_kernels")
+    alg, sk, pk = keyed
+    msgs = [bytes([i]) * 3 for i in range(12)]
+    got = sk.sign_many(msgs, rng=NistCtrDrbg(bytes(48)), threads=2)
+    single = NistCtrDrbg(bytes(48))
+    assert got == [sk.sign(m, rng=single) for m in msgs]
+    got[3] = got[4]
+    assert pk.verify_many(msgs, got, threads=2).tolist() == [i != 3 for i in range(12)]
+
+
 def test_verify_many_one_key_matches_single_verify(keyed):
     alg, sk, pk = keyed
     msgs = [bytes([i, 1, 2]) for i in range(10)]

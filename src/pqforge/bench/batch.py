@@ -192,14 +192,14 @@ def gil_held(alg, batch_size: int, rounds: int = 7) -> dict:
     the whole call on one thread minus that of its compiled loops (with the byte joins that feed
     them) on the same inputs, least of ``rounds`` (thread CPU time, so other processes on the
     machine hardly move it)."""
-    from ..mayo import batch_data, batch_kernels
+    from ..mayo import batch_cpu, batch_data
     p = alg.params
     sk = alg.generate_private_key()
     pk = sk.public_key()
     msgs = [os.urandom(32) for _ in range(batch_size)]
     sigs = sk.sign_many(msgs, threads=1, backend="cpu")
-    esk, f_tail = sk.expanded(), np.array(p.f_tail, np.int64)
-    key = pk.expanded().for_verification(batch_size)
+    esk = sk.expanded()
+    key = batch_cpu.verification_form(pk.expanded(), batch_size)
     data, offsets, rows = batch_data.verification_arrays(p, msgs, sigs, range(batch_size))
     verdicts = np.zeros(batch_size, np.bool_)
     randomness = [os.urandom(p.salt_bytes) for _ in range(batch_size)]
@@ -208,7 +208,7 @@ def gil_held(alg, batch_size: int, rounds: int = 7) -> dict:
 
     def sign_loops():
         batch_data.signing_inputs(p, msgs, randomness, [esk.seed_sk])
-        batch_kernels.sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok)
+        batch_cpu.sign_loop(p, esk, V, R, T, S, ok)
 
     def least(fn):
         fn()
@@ -220,8 +220,7 @@ def gil_held(alg, batch_size: int, rounds: int = 7) -> dict:
         return min(out)
 
     calls = {"verify": (lambda: pk.verify_many(msgs, sigs, threads=1, backend="cpu"),
-                        lambda: batch_kernels.verify_chunk(key[0], key[1], data, offsets, rows, f_tail,
-                                                           p.k, p.n, p.m, p.digest_bytes, verdicts)),
+                        lambda: batch_cpu.verify_loop(p, key, data, offsets, rows, verdicts)),
              "sign": (lambda: sk.sign_many(msgs, threads=1, backend="cpu"), sign_loops)}
     res = {}
     for op, (whole, loops) in calls.items():

@@ -3,7 +3,9 @@
 Per chunk, the hashing and byte handling run in Python (``batch_data``), then one compiled loop
 (``batch_kernels``) runs the whole chunk without the GIL. Each distinct key is expanded once per
 call and shared by its elements; keys that only a few elements share are expanded inside the
-compiled loops, one after another into reused buffers.
+compiled loops, one after another into reused buffers. On a CPU with GFNI, the loops for
+elements under one key run the GFNI kernels on the key's encoding (``gf16.gfni``); keys that only
+a few elements share still go through the bit-plane loops.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import numpy as np
 
 from ..engine import pool
 from ..engine.backends import SignatureBackend
+from ..gf16 import gfni
 from ..symmetric import aes128_ctr_into
 from . import api, batch_data, batch_kernels, scheme
 from .params import MayoParams
@@ -36,20 +39,46 @@ def _expanded_public(p, key) -> scheme.ExpandedPublicKey:
     return key.expanded() if not isinstance(key, bytes) else api.expanded_public(p, key)
 
 
+def verification_form(epk: scheme.ExpandedPublicKey, count: int) -> tuple:
+    """What the compiled loop reads for ``count`` verifications: (the encoding P1 || P2 || P3,
+    None) for the GFNI kernels, else ``ExpandedPublicKey.for_verification``'s (matrix, encoded)."""
+    return (epk.encoded, None) if gfni.ACTIVE else epk.for_verification(count)
+
+
 def _verify_indices(p: MayoParams, key, messages, sigs, out, idx):
-    """out[idx] = the verdicts of the well-formed signatures sigs[idx] under one key, given as
-    ``ExpandedPublicKey.for_verification``'s (matrix, encoded)."""
+    """out[idx] = the verdicts of the well-formed signatures sigs[idx] under one key, given in
+    its ``verification_form``."""
     data, offsets, rows = batch_data.verification_arrays(p, messages, sigs, idx)
     res = np.zeros(len(idx), np.bool_)
-    batch_kernels.verify_chunk(key[0], key[1], data, offsets, rows, np.array(p.f_tail, np.int64),
-                               p.k, p.n, p.m, p.digest_bytes, res)
+    verify_loop(p, key, data, offsets, rows, res)
     out[idx] = res
+
+
+def verify_loop(p: MayoParams, key, data, offsets, rows, res) -> None:
+    """The compiled loop of a one-key chunk: res = the verdicts of the signature rows over the
+    messages data[offsets[b]:offsets[b+1]], the key in its ``verification_form``."""
+    f_tail = np.array(p.f_tail, np.int64)
+    if key[1] is None:
+        batch_kernels.verify_chunk_encoded(key[0], p.v, (0,) * p.limbs, data, offsets, rows, f_tail,
+                                           p.k, p.n, p.m, p.digest_bytes, res)
+    else:
+        batch_kernels.verify_chunk(key[0], key[1], data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res)
+
+
+def sign_loop(p: MayoParams, esk: scheme.ExpandedSecretKey, V, R, T, S, ok) -> None:
+    """The compiled loop of a one-key chunk: one signing attempt per element (``sign_chunk``), on
+    the key's encoding with the GFNI kernels where they run."""
+    f_tail = np.array(p.f_tail, np.int64)
+    if gfni.ACTIVE and esk.slots is not None:
+        batch_kernels.sign_chunk_encoded(esk.O, esk.slots, V, R, T, f_tail, p.n, (0,) * p.limbs, S, ok)
+    else:
+        batch_kernels.sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok)
 
 
 def _verify_one_key(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs, out, index, threads):
     """out[index[j]] = verdict of (messages[j], sigs[j]) for well-formed signatures under one key."""
     index = np.asarray(index).tolist()    # Python ints: indexing the lists with numpy integers is slower
-    key = epk.for_verification(len(index))    # resolved once, before the threads share it
+    key = verification_form(epk, len(index))    # resolved once, before the threads share it
     pool.run_chunks(lambda lo, hi: _verify_indices(p, key, messages, sigs, out, index[lo:hi]), len(index), threads)
 
 
@@ -97,15 +126,13 @@ def _expanded_secret(p, key) -> scheme.ExpandedSecretKey:
 
 def _sign_one_key(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, randomness, out, index, threads):
     """out[index[j]] = signature of messages[j] with salt randomness randomness[j], one secret key."""
-    f_tail = np.array(p.f_tail, np.int64)
-
     def work(lo, hi):
         idx = index[lo:hi]
         salts, T, V, R = batch_data.signing_inputs(p, [messages[j] for j in idx], [randomness[j] for j in idx],
                                                    [esk.seed_sk])
         S = np.zeros((len(idx), p.k * p.n), np.uint8)
         ok = np.zeros(len(idx), np.bool_)
-        batch_kernels.sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok)
+        sign_loop(p, esk, V, R, T, S, ok)
         batch_data.finish_signatures(p, idx, S, ok, salts, messages, randomness, out, lambda row: esk)
 
     pool.run_chunks(work, len(index), threads)
@@ -156,7 +183,7 @@ class CpuBackend(SignatureBackend):
 
         def work(lo, hi):  # key objects (they keep their expansion) with few elements each
             for g in objects[lo:hi]:
-                _verify_indices(p, g[0][1].expanded().for_verification(len(g)), messages, sigs, out,
+                _verify_indices(p, verification_form(g[0][1].expanded(), len(g)), messages, sigs, out,
                                 [i for i, _ in g])
 
         pool.run_chunks(work, len(objects), threads)

@@ -1,8 +1,8 @@
 """Compiled loops of the CPU batch backend: a whole chunk of a batch per call, without the GIL.
 
 Each loop runs its chunk through the per-instance cores of ``kernels.py`` (``evaluate_public``,
-``sign_attempt``, the key expansions); the threads of the engine's pool call them on separate
-cores. The elements are hashed in compiled code too (``pqforge.shake``; ``signing_hashes``,
+``sign_attempt``, the key expansions), or, for one key on a CPU with GFNI, of ``gfni_kernels.py``
+(``*_encoded``); the threads of the engine's pool call them on separate cores. The elements are hashed in compiled code too (``pqforge.shake``; ``signing_hashes``,
 ``_element_inputs``), so a thread holds the GIL only to hand over a chunk's bytes and collect
 its results (``batch_data``).
 """
@@ -14,7 +14,7 @@ import numpy as np
 
 from .._compile_cache import JIT_CACHE
 from ..shake import shake256_into
-from . import kernels
+from . import gfni_kernels, kernels
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
@@ -119,6 +119,26 @@ def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes,
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
+def verify_chunk_encoded(epk, v, limbs, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out):
+    """``verify_chunk`` from the expanded public key's encoding P1 || P2 || P3 (``epk``, with its
+    spare bytes) by the GFNI kernels (``gfni_kernels.evaluate_public``).
+
+    Public data only (verification). Runs without the GIL.
+    """
+    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
+    hashed, t_bytes = np.empty(digest_bytes + salt_bytes, np.uint8), np.empty((m + 1) // 2, np.uint8)
+    t, s, y = np.empty(m, np.uint8), np.empty((k, n), np.uint8), np.zeros(m, np.uint8)
+    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    for b in range(sigs.shape[0]):
+        _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
+        gfni_kernels.evaluate_public(s, epk, v, limbs, f_tail, y)
+        same = True
+        for e in range(m):
+            same &= y[e] == t[e]
+        out[b] = same
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
 def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes,
                       slots, slot_bytes, out):
     """Elements under keys that only a few of them share: for each key q, its P assembled from
@@ -155,6 +175,18 @@ def sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
     x = np.zeros(k * o, np.uint8)
     for b in range(B):
         ok[b] = kernels.sign_attempt(V[b], R[b], P1, L, T[b], f_tail, x)
+        kernels.assemble_signature(V[b], O, x, n, S[b])
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
+def sign_chunk_encoded(O, slots, V, R, T, f_tail, n, limbs, S, ok):
+    """``sign_chunk`` with P1 || L in their encoding (``ExpandedSecretKey.slots``) by the GFNI
+    kernels (``gfni_kernels.sign_attempt``). Secret: as there. Runs without the GIL."""
+    B, k, v = V.shape
+    o = O.shape[1]
+    x = np.zeros(k * o, np.uint8)
+    for b in range(B):
+        ok[b] = gfni_kernels.sign_attempt(V[b], R[b], slots, o, T[b], f_tail, limbs, x)
         kernels.assemble_signature(V[b], O, x, n, S[b])
 
 
