@@ -78,16 +78,21 @@ def reference_products(v, o, m, P1, P2, O):
     return Q, L
 
 
-@pytest.mark.parametrize("m, v, o", [(64, 9, 5), (78, 7, 4)])   # slot = encoding; slot padded
-def test_products_on_the_encoding_match_the_reference(m, v, o):
+def key_matrices(m, v, o):
+    """(limbs, W, P1 upper triangular (v, v, m), P2 (v, o, m), and both in slots) at random."""
     limbs = (m + 63) // 64
-    W = 4 * limbs
     P1 = np.zeros((v, v, m), np.uint8)
     iu = np.triu_indices(v)
     P1[iu] = RNG.integers(0, 16, (len(iu[0]), m), dtype=np.uint8)
     P2 = RNG.integers(0, 16, (v, o, m), dtype=np.uint8)
+    return limbs, 4 * limbs, P1, P2, encode_slots(np.concatenate([P1[iu], P2.reshape(v * o, m)]), 4 * limbs)
+
+
+@pytest.mark.parametrize("m, v, o", [(64, 9, 5), (78, 7, 4)])   # slot = encoding; slot padded
+def test_products_on_the_encoding_match_the_reference(m, v, o):
+    limbs, W, P1, P2, slots = key_matrices(m, v, o)
+    iu = np.triu_indices(v)
     O = RNG.integers(0, 16, (v, o), dtype=np.uint8)
-    slots = encode_slots(np.concatenate([P1[iu], P2.reshape(v * o, m)]), W)
     Q, L = reference_products(v, o, m, P1, P2, O)
     P3 = np.zeros((o, o, m), np.uint8)
     for i in range(o):
@@ -145,14 +150,8 @@ def test_a_cpu_target_without_gfni_gets_the_portable_kernels():
 
 @pytest.mark.parametrize("m, v, o, k", [(64, 9, 5, 3), (78, 7, 4, 2)])
 def test_signing_products_on_the_encoding_match_the_reference(m, v, o, k):
-    limbs = (m + 63) // 64
-    W = 4 * limbs
-    P1 = np.zeros((v, v, m), np.uint8)
-    iu = np.triu_indices(v)
-    P1[iu] = RNG.integers(0, 16, (len(iu[0]), m), dtype=np.uint8)
-    L = RNG.integers(0, 16, (v, o, m), dtype=np.uint8)
+    limbs, W, P1, L, slots = key_matrices(m, v, o)
     V = RNG.integers(0, 16, (k, v), dtype=np.uint8)
-    slots = encode_slots(np.concatenate([P1[iu], L.reshape(v * o, m)]), W)
     M = np.zeros((k, o, m), np.uint8)
     U = np.zeros((k, k, m), np.uint8)
     for i in range(k):

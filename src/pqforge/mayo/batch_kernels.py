@@ -18,14 +18,19 @@ from . import gfni_kernels, kernels
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
-def verdict(s, P, encoded, f_tail, t, y) -> bool:
-    """P*(s) == t, with y as scratch. Public data only: the verdict is public."""
-    y[:] = 0
-    kernels.evaluate_public(s, P, encoded, f_tail, y)
+def _equal(y, t) -> bool:
     same = True
     for e in range(y.shape[0]):
         same &= y[e] == t[e]
     return same
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
+def verdict(s, P, encoded, f_tail, t, y) -> bool:
+    """P*(s) == t, with y as scratch. Public data only: the verdict is public."""
+    y[:] = 0
+    kernels.evaluate_public(s, P, encoded, f_tail, y)
+    return _equal(y, t)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
@@ -101,6 +106,15 @@ def _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C):
         s[e // n, e % n] = (sigs[b, e >> 1] >> (4 * (e & 1))) & 15
 
 
+@nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
+def _element_scratch(sigs, k, n, m, digest_bytes):
+    """The buffers of ``_element_inputs`` and the evaluation: hashed, t_bytes, t, s, y, A, B, C."""
+    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
+    return (np.empty(digest_bytes + salt_bytes, np.uint8), np.empty((m + 1) // 2, np.uint8),
+            np.empty(m, np.uint8), np.empty((k, n), np.uint8), np.zeros(m, np.uint8),
+            np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64))
+
+
 @nb.njit(nogil=True, cache=JIT_CACHE)
 def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out):
     """out[b] = (P*(s_b) == t_b) for the message data[offsets[b]:offsets[b+1]] and the signature
@@ -109,10 +123,7 @@ def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes,
 
     Public data only (verification). Runs without the GIL.
     """
-    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
-    hashed, t_bytes = np.empty(digest_bytes + salt_bytes, np.uint8), np.empty((m + 1) // 2, np.uint8)
-    t, s, y = np.empty(m, np.uint8), np.empty((k, n), np.uint8), np.zeros(m, np.uint8)
-    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
     for b in range(sigs.shape[0]):
         _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
         out[b] = verdict(s, P, encoded, f_tail, t, y)
@@ -125,17 +136,11 @@ def verify_chunk_encoded(epk, v, limbs, data, offsets, sigs, f_tail, k, n, m, di
 
     Public data only (verification). Runs without the GIL.
     """
-    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
-    hashed, t_bytes = np.empty(digest_bytes + salt_bytes, np.uint8), np.empty((m + 1) // 2, np.uint8)
-    t, s, y = np.empty(m, np.uint8), np.empty((k, n), np.uint8), np.zeros(m, np.uint8)
-    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
     for b in range(sigs.shape[0]):
         _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
         gfni_kernels.evaluate_public(s, epk, v, limbs, f_tail, y)
-        same = True
-        for e in range(m):
-            same &= y[e] == t[e]
-        out[b] = same
+        out[b] = _equal(y, t)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
@@ -144,15 +149,12 @@ def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail
     """Elements under keys that only a few of them share: for each key q, its P assembled from
     the encodings P12[q] (P1 || P2) and P3[q] (rows of m/2 bytes) into ``slots``, the one reused
     matrix in ``ExpandedPublicKey.nibbles`` form (``slot_bytes`` is its byte view; see
-    ``scheme._assemble_public``), then the verdict of each element b in first[q] .. first[q+1]-1
+    ``ExpandedPublicKey.nibbles``), then the verdict of each element b in first[q] .. first[q+1]-1
     as in ``verify_chunk``.
 
     Public data only (verification). Runs without the GIL.
     """
-    salt_bytes = sigs.shape[1] - (k * n + 1) // 2
-    hashed, t_bytes = np.empty(digest_bytes + salt_bytes, np.uint8), np.empty((m + 1) // 2, np.uint8)
-    t, s, y = np.empty(m, np.uint8), np.empty((k, n), np.uint8), np.zeros(m, np.uint8)
-    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
     for q in range(P12.shape[0]):
         kernels.place_rows(slot_bytes, to_p12, P12[q])
         kernels.place_rows(slot_bytes, to_p3, P3[q])
