@@ -3,9 +3,10 @@
 The steps follow the specification's algorithms line by line; matrix products and the linear
 solve run in compiled kernels (``kernels.py``). Byte strings are decoded once into the internal
 form (bitsliced m-vectors, GF(16) element arrays) and encoded once on the way out; the expanded
-public key keeps its encoding (see ``ExpandedPublicKey``). On CPUs with GFNI, key generation and
-secret-key expansion multiply on the encoding itself (``gfni_kernels.py``) and decode only the
-expanded secret key.
+public key keeps its encoding (see ``ExpandedPublicKey``). On CPUs with GFNI (``gf16.gfni``) the
+products of key generation, expansion, signing and verification run on the encoding itself
+(``gfni_kernels.py``): the keys are never decoded, only each signing attempt's small products
+go to bit planes for the whipping and the solver.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ COMPILE_SECONDS = {
 def _compiling(path: str) -> Callable[[Operation], Operation]:
     """The first-compile notice for ``path``: its kernels serve every parameter set, except
     verification's, which are compiled per vector size (``kernels.evaluate_public_sized``), and
-    the GFNI kernels of key generation and expansion, also compiled per size."""
+    all GFNI kernels, also compiled per size."""
     sized = path.startswith("verify") or (gfni.ACTIVE and path in ("keygen", "secret-key expansion", "sign"))
     return compiling(path, COMPILE_SECONDS[gfni.KERNELS][path],
                      lambda p: f"mayo {path} {gfni.KERNELS}" + (f" {p.limbs} limbs" if sized else ""))
