@@ -51,7 +51,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     if gfni.cpu_has_gfni():          # the GFNI kernels' targets exist only where they compile
         from pqforge.mayo import gfni_kernels as gn
         modules += [gfni, gn]
-        inner |= {gfni._times_x, gfni.scalar_matrix, gn._add_p1_times_oil, gn.quadratic_pairs}
+        inner |= {gfni._times_x, gfni.scalar_matrix, gn._add_p1_times_oil, gn.quadratic_pairs, gn.oil_matrices}
         public_only |= {gn.evaluate_public}
     for module in modules:
         for name, obj in vars(module).items():

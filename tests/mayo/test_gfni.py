@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pqforge import kat
-from pqforge.gf16 import gfni
+from pqforge.gf16 import encode_nibbles, gfni
 from pqforge.mayo import ALGORITHMS
 from pqforge.mayo import gfni_kernels as gn
 
@@ -102,12 +102,13 @@ def test_products_on_the_encoding_match_the_reference(m, v, o):
     upper = [P3[i, j] ^ P3[j, i] if i != j else P3[i, i] for i in range(o) for j in range(i, o)]
     expect_pk = np.concatenate([u[0::2] | (u[1::2] << 4) for u in upper])
     e1 = len(iu[0])
+    oil = np.frombuffer(encode_nibbles(O.ravel()), np.uint8)        # O as key generation has it
     runs = [(pure(gn.public_key_from_slots), pure(gn.expand_secret_slots))]
     if HAS_GFNI:
         runs.append((gn.public_key_from_slots, gn.expand_secret_slots))
     for public_key, expand in runs:
         pk = np.zeros(len(expect_pk), np.uint8)
-        public_key(slots.copy(), O, (0,) * limbs, pk)
+        public_key(slots.copy(), oil, v, o, (0,) * limbs, pk)
         assert (pk == expect_pk).all()
         expanded = slots.copy()
         expand(expanded, O, (0,) * limbs)

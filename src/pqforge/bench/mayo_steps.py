@@ -83,7 +83,8 @@ def steps(p: MayoParams) -> dict:
         limbs = (0,) * p.limbs
         pk_out = np.zeros(p.P3_bytes, np.uint8)
         out.update({
-            "GFNI: keygen products": _cpu_us(lambda: gfni_kernels.public_key_from_slots(slots.copy(), O, limbs, pk_out)),
+            "GFNI: keygen products": _cpu_us(lambda: gfni_kernels.public_key_from_slots(
+                slots.copy(), np.frombuffer(o_bytes, np.uint8), v, o, limbs, pk_out)),
             "GFNI: expansion products": _cpu_us(lambda: gfni_kernels.expand_secret_slots(slots.copy(), O, limbs)),
             "GFNI: sign v^T L, v^T P1 v": _cpu_us(lambda: gfni_kernels.sign_products(
                 V, esk.slots, o, limbs, np.zeros(k * o * W, np.uint64), np.zeros(k * k * W, np.uint64))),

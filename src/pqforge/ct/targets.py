@@ -267,8 +267,9 @@ def _mayo_gfni_targets():
     def scalars(p, rng, fixed):            # the oil matrix's elements, as in key generation
         return (_el(rng, p.v, p.o),)
 
-    def public_key(p, rng, fixed):
-        return (slots(p, rng), _el(rng, p.v, p.o), (0,) * p.limbs, np.zeros(p.P3_bytes, np.uint8))
+    def public_key(p, rng, fixed):         # O given by its encoding, as key generation has it
+        return (slots(p, rng), rng.integers(0, 256, p.O_bytes, dtype=np.uint8), p.v, p.o, (0,) * p.limbs,
+                np.zeros(p.P3_bytes, np.uint8))
 
     def expand_secret(p, rng, fixed):
         return (slots(p, rng), _el(rng, p.v, p.o), (0,) * p.limbs)
@@ -291,7 +292,7 @@ def _mayo_gfni_targets():
                "timing)", _k(gfni, "scalar_matrices"), scalars, secret_args=("B",), **algs),
         Target("mayo-gfni-public-key", "key generation after hashing on the encoding: P1 O + P2, "
                "O^T (P1 O + P2), Encode(Upper(.)) (O secret)", _k(gn, "public_key_from_slots"), public_key,
-               secret_args=("O",), **algs),
+               secret_args=("oil",), **algs),
         Target("mayo-gfni-expand-secret", "expanding the secret key on the encoding: L = (P1 + P1^T) O + P2 "
                "(O secret)", _k(gn, "expand_secret_slots"), expand_secret, secret_args=("O",), **algs),
     ])

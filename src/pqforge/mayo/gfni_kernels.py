@@ -21,7 +21,7 @@ import numba as nb
 import numpy as np
 
 from .._compile_cache import JIT_CACHE
-from ..gf16.gfni import dot_add_slot, mul_add_slot, scalar_matrices
+from ..gf16.gfni import dot_add_slot, mul_add_slot, scalar_matrices, scalar_matrix
 from .kernels import slots_to_bitsliced, unbitslice_into, whip_and_solve, whip_bitsliced
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
@@ -50,14 +50,25 @@ def _add_p1_times_oil(slots, mats, o, limbs, symmetric):
 
 
 @nb.njit(**_JIT)
-def public_key_from_slots(slots, O, limbs, out):
+def oil_matrices(oil, v, o):
+    """The bit matrices of the oil matrix O (v x o, flat, as ``scalar_matrices``) straight from
+    its encoding ``oil`` (uint8, two elements a byte, low nibble first). Secret: oil; shifts at
+    public positions only."""
+    mats = np.empty(v * o, np.uint64)
+    for e in range(v * o):
+        mats[e] = scalar_matrix((oil[e >> 1] >> (4 * (e & 1))) & 15)
+    return mats
+
+
+@nb.njit(**_JIT)
+def public_key_from_slots(slots, oil, v, o, limbs, out):
     """out = Encode(Upper(O^T (P1 O + P2))), the public part of key generation after hashing,
-    from P1 || P2 in ``slots`` (which end up holding P1 || P1 O + P2) and the oil matrix O (v, o).
-    out: the (o(o+1)/2) m/2 bytes of P3's upper triangle, row by row. Secret: O and the products."""
-    v, o = O.shape
+    from P1 || P2 in ``slots`` (which end up holding P1 || P1 O + P2) and the oil matrix O (v, o)
+    in its encoding ``oil``. out: the (o(o+1)/2) m/2 bytes of P3's upper triangle, row by row.
+    Secret: O and the products."""
     W = 4 * len(limbs)
     mb = out.shape[0] // (o * (o + 1) // 2)
-    mats = scalar_matrices(O)
+    mats = oil_matrices(oil, v, o)
     _add_p1_times_oil(slots, mats, o, limbs, False)           # Q = P1 O + P2
     q0 = v * (v + 1) // 2 * W
     P3 = np.zeros(o * o * W, np.uint64)                       # P3[i, c] = sum_r O[r, i] Q[r, c]

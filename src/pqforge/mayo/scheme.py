@@ -176,12 +176,12 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
 def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     seed_pk, o_bytes = _seed_expansion(params, seed_sk)
-    O = decode_oil(params, o_bytes)
     encoded = np.empty(params.P3_bytes, np.uint8)
-    if gfni.ACTIVE:
-        gfni_kernels.public_key_from_slots(public_slots(params, seed_pk), O, (0,) * params.limbs, encoded)
+    if gfni.ACTIVE:                  # O's elements straight from its encoding, inside the kernel
+        gfni_kernels.public_key_from_slots(public_slots(params, seed_pk), np.frombuffer(o_bytes, np.uint8),
+                                           params.v, params.o, (0,) * params.limbs, encoded)
     else:
-        kernels.public_key_from_stream(public_stream(params, seed_pk), O, params.m, encoded)
+        kernels.public_key_from_stream(public_stream(params, seed_pk), decode_oil(params, o_bytes), params.m, encoded)
     return seed_pk + encoded.tobytes()
 
 
