@@ -44,8 +44,10 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
                                       "_combine", "_mul_transposed_core", "_echelon_form") if hasattr(mk, n)}
     # the batch loops: public-data verification, and compositions of registered kernels
     public_only |= {bk.verdict, bk._equal, bk._element_scratch, bk.verify_chunk, bk.verify_chunk_encoded,
-                    bk.verify_fresh_keys, bk._element_inputs, bk._target, bk.targets, shake.shake256_rows}
-    inner |= {bk.sign_chunk, bk.sign_chunk_encoded, bk.sign_fresh_keys, bk.public_keys_chunk, shake.keccak_f1600}
+                    bk.verify_fresh_keys, bk.verify_fresh_keys_encoded, bk._element_inputs, bk._target,
+                    bk.targets, shake.shake256_rows}
+    inner |= {bk.sign_chunk, bk.sign_chunk_encoded, bk.sign_fresh_keys, bk.sign_fresh_keys_encoded,
+              bk.public_keys_chunk, bk.public_keys_chunk_encoded, shake.keccak_f1600}
     modules = [gk, mk, bk, shake]
     from pqforge.gf16 import gfni
     if gfni.cpu_has_gfni():          # the GFNI kernels' targets exist only where they compile

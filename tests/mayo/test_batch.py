@@ -140,11 +140,14 @@ def test_distinct_keys_equal_loops_of_single_calls(keyed):
     assert swapped.tolist() == [False] * 5
 
 
+@pytest.mark.parametrize("kernels", ["portable", "chosen"])
 @pytest.mark.parametrize("chunk_bytes", [1, 1 << 30], ids=["one key per chunk", "one chunk"])
-def test_fresh_key_chunks_give_the_single_verdicts(monkeypatch, chunk_bytes):
+def test_fresh_key_chunks_give_the_single_verdicts(monkeypatch, chunk_bytes, kernels, request):
     """Key byte strings shared by few elements are assembled one after another in one buffer per
     chunk (``_verify_fresh_keys``): every element gets its own key's verdict, however the keys
-    fall into chunks."""
+    fall into chunks, with either kernel set."""
+    if kernels == "portable":
+        request.getfixturevalue("portable_kernels")
     monkeypatch.setattr(batch_cpu, "FRESH_KEY_BYTES", chunk_bytes)
     alg = mayo.MAYO1
     keys = alg.generate_private_keys(5, rng=NistCtrDrbg(bytes(range(2, 50))))
@@ -161,12 +164,15 @@ def test_fresh_key_chunks_give_the_single_verdicts(monkeypatch, chunk_bytes):
     assert mayo.verify_many(alg, pks, msgs, sigs, threads=1).tolist() == want
 
 
+@pytest.mark.parametrize("kernels", ["portable", "chosen"])
 @pytest.mark.parametrize("chunk_bytes", [1, 1 << 30], ids=["one key per chunk", "one chunk"])
-def test_fresh_secret_keys_give_the_single_signatures(monkeypatch, chunk_bytes):
+def test_fresh_secret_keys_give_the_single_signatures(monkeypatch, chunk_bytes, kernels, request):
     """Compact secret keys shared by few elements are expanded one after another into reused
     buffers (``_sign_fresh_keys``): the same signatures as single calls, however the keys fall
-    into chunks, and the same again when every first attempt is taken as rank-deficient (the
-    retry path)."""
+    into chunks, with either kernel set, and the same again when every first attempt is taken
+    as rank-deficient (the retry path)."""
+    if kernels == "portable":
+        request.getfixturevalue("portable_kernels")
     monkeypatch.setattr(batch_cpu, "FRESH_KEY_BYTES", chunk_bytes)
     alg = mayo.MAYO1
     seeds = [k.private_bytes_raw() for k in alg.generate_private_keys(4, rng=NistCtrDrbg(bytes(range(3, 51))))]
@@ -175,7 +181,8 @@ def test_fresh_secret_keys_give_the_single_signatures(monkeypatch, chunk_bytes):
     ref = NistCtrDrbg(bytes(48))
     singles = [mayo.sign(alg, sk, m, rng=ref) for sk, m in zip(sks, msgs)]
     assert mayo.sign_many(alg, sks, msgs, rng=NistCtrDrbg(bytes(48)), threads=2) == singles
-    monkeypatch.setattr(batch_kernels, "sign_fresh_keys", lambda *args: None)     # every ok stays False
+    for loop in ("sign_fresh_keys", "sign_fresh_keys_encoded"):                   # every ok stays False
+        monkeypatch.setattr(batch_kernels, loop, lambda *args: None)
     assert mayo.sign_many(alg, sks, msgs, rng=NistCtrDrbg(bytes(48)), threads=1) == singles
 
 

@@ -3,9 +3,8 @@
 Per chunk, the hashing and byte handling run in Python (``batch_data``), then one compiled loop
 (``batch_kernels``) runs the whole chunk without the GIL. Each distinct key is expanded once per
 call and shared by its elements; keys that only a few elements share are expanded inside the
-compiled loops, one after another into reused buffers. On a CPU with GFNI, the loops for
-elements under one key run the GFNI kernels on the key's encoding (``gf16.gfni``); keys that only
-a few elements share still go through the bit-plane loops.
+compiled loops, one after another into reused buffers. On a CPU with GFNI every loop runs the
+GFNI kernels on the keys' encodings (``gf16.gfni``, the ``*_encoded`` loops).
 """
 
 from __future__ import annotations
@@ -107,12 +106,19 @@ def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
             idx += [i for i, _ in g]
             first.append(len(idx))
         data, offsets, rows = batch_data.verification_arrays(p, messages, sigs, idx)
-        slots = np.zeros((p.n * (p.n + 1) // 2, p.words), np.uint64)
         res = np.zeros(len(idx), np.bool_)
-        batch_kernels.verify_fresh_keys(flat[:len(part) * p12].reshape(len(part), -1, mb),
-                                        P3.reshape(len(part), -1, mb), to_p12, to_p3, np.array(first, np.int64),
-                                        data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes,
-                                        slots, slots.view(np.uint8), res)
+        if gfni.ACTIVE:      # each key's P1 || P2 || P3 and spare bytes as one row, read in place
+            epks = np.zeros((len(part), p.epk_bytes + scheme.spare_bytes(p)), np.uint8)
+            epks[:, :p12] = flat[:len(part) * p12].reshape(len(part), p12)
+            epks[:, p12:p.epk_bytes] = P3
+            batch_kernels.verify_fresh_keys_encoded(epks, p.v, (0,) * p.limbs, np.array(first, np.int64), data,
+                                                    offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res)
+        else:
+            slots = np.zeros((p.n * (p.n + 1) // 2, p.words), np.uint64)
+            batch_kernels.verify_fresh_keys(flat[:len(part) * p12].reshape(len(part), -1, mb),
+                                            P3.reshape(len(part), -1, mb), to_p12, to_p3, np.array(first, np.int64),
+                                            data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes,
+                                            slots, slots.view(np.uint8), res)
         out[idx] = res
 
     pool.run_chunks(work, len(groups), threads, _keys_per_chunk(p))
@@ -149,7 +155,6 @@ def _sign_fresh_keys(p: MayoParams, groups, messages, randomness, out, threads):
     def work(lo, hi):
         part = groups[lo:hi]
         seeds = [g[0][1] for g in part]
-        _, streams, O = batch_data.seed_streams(p, seeds)
         idx, first, key_of = [], [0], []
         for q, g in enumerate(part):
             idx += [i for i, _ in g]
@@ -159,7 +164,13 @@ def _sign_fresh_keys(p: MayoParams, groups, messages, randomness, out, threads):
                                                    seeds, first)
         S = np.zeros((len(idx), p.k * p.n), np.uint8)
         ok = np.zeros(len(idx), np.bool_)
-        batch_kernels.sign_fresh_keys(streams, O, np.array(first, np.int64), V, R, T, f_tail, p.n, p.m, S, ok)
+        if gfni.ACTIVE:
+            _, slots, _, O = batch_data.seed_slots(p, seeds)
+            batch_kernels.sign_fresh_keys_encoded(slots, O, np.array(first, np.int64), V, R, T, f_tail, p.n,
+                                                  (0,) * p.limbs, S, ok)
+        else:
+            _, streams, O = batch_data.seed_streams(p, seeds)
+            batch_kernels.sign_fresh_keys(streams, O, np.array(first, np.int64), V, R, T, f_tail, p.n, p.m, S, ok)
         batch_data.finish_signatures(p, idx, S, ok, salts, messages, randomness, out,
                                      lambda row: scheme.expand_sk(p, seeds[key_of[row]]))
 
@@ -219,9 +230,13 @@ class CpuBackend(SignatureBackend):
         out: list = [None] * len(seeds)
 
         def work(lo, hi):
-            seed_pks, streams, O = batch_data.seed_streams(p, seeds[lo:hi])
             encoded = np.empty((hi - lo, p.P3_bytes), np.uint8)
-            batch_kernels.public_keys_chunk(streams, O, p.m, encoded)
+            if gfni.ACTIVE:
+                seed_pks, slots, oils, _ = batch_data.seed_slots(p, seeds[lo:hi])
+                batch_kernels.public_keys_chunk_encoded(slots, oils, p.v, p.o, (0,) * p.limbs, encoded)
+            else:
+                seed_pks, streams, O = batch_data.seed_streams(p, seeds[lo:hi])
+                batch_kernels.public_keys_chunk(streams, O, p.m, encoded)
             for q, seed_pk in enumerate(seed_pks):
                 out[lo + q] = seed_pk + encoded[q].tobytes()
 

@@ -104,6 +104,23 @@ def finish_signatures(p: MayoParams, idx, S, ok, salts, messages, randomness, ou
                 raise InvalidKey(f"element {j}: {exc}") from None
 
 
+def seed_slots(p: MayoParams, seeds):
+    """(seed_pks, P1 || P2 of each seed in the GFNI kernels' slots (K, slot words), oil matrices
+    as encoded (K, O_bytes) and as elements (K, v, o)) of secret seeds."""
+    count = p.v * (p.v + 1) // 2 + p.v * p.o
+    slots = np.empty((len(seeds), count * p.words), np.uint64)
+    oils = np.empty((len(seeds), p.O_bytes), np.uint8)
+    O = np.empty((len(seeds), p.v, p.o), np.uint8)
+    seed_pks = []
+    for q, seed in enumerate(seeds):
+        seed_pk, o_bytes = scheme._seed_expansion(p, seed)
+        slots[q] = scheme.public_slots(p, seed_pk)
+        oils[q] = np.frombuffer(o_bytes, np.uint8)
+        O[q] = scheme.decode_oil(p, o_bytes)
+        seed_pks.append(seed_pk)
+    return seed_pks, slots, oils, O
+
+
 def seed_streams(p: MayoParams, seeds):
     """(seed_pks, keystreams of P1 || P2 (K, words), oil matrices (K, v, o)) of secret seeds."""
     streams = np.zeros((len(seeds), stream_words(p.P1_bytes + p.P2_bytes)), np.uint64)

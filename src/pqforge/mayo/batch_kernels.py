@@ -1,10 +1,11 @@
 """Compiled loops of the CPU batch backend: a whole chunk of a batch per call, without the GIL.
 
 Each loop runs its chunk through the per-instance cores of ``kernels.py`` (``evaluate_public``,
-``sign_attempt``, the key expansions), or, for one key on a CPU with GFNI, of ``gfni_kernels.py``
-(``*_encoded``); the threads of the engine's pool call them on separate cores. The elements are hashed in compiled code too (``pqforge.shake``; ``signing_hashes``,
-``_element_inputs``), so a thread holds the GIL only to hand over a chunk's bytes and collect
-its results (``batch_data``).
+``sign_attempt``, the key expansions), or, on a CPU with GFNI, of ``gfni_kernels.py`` (the
+``*_encoded`` loops); the threads of the engine's pool call them on separate cores. The elements
+are hashed in compiled code too (``pqforge.shake``; ``signing_hashes``, ``_element_inputs``), so
+a thread holds the GIL only to hand over a chunk's bytes and collect its results
+(``batch_data``).
 """
 
 from __future__ import annotations
@@ -164,6 +165,21 @@ def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
+def verify_fresh_keys_encoded(epks, v, limbs, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out):
+    """``verify_fresh_keys`` by the GFNI kernels: key q's expanded public key is the row epks[q]
+    (P1 || P2 || P3 and spare bytes, as ``ExpandedPublicKey.encoded``), read in place.
+
+    Public data only (verification). Runs without the GIL.
+    """
+    hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
+    for q in range(epks.shape[0]):
+        for b in range(first[q], first[q + 1]):
+            _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
+            gfni_kernels.evaluate_public(s, epks[q], v, limbs, f_tail, y)
+            out[b] = _equal(y, t)
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
 def sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
     """One signing attempt per element: S[b] = s for vinegar V[b] (k, v), r = R[b], target T[b].
 
@@ -211,6 +227,31 @@ def sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok):
         kernels.expand_secret_from_stream(streams[q], O[q], m, P1L)
         a, b = first[q], first[q + 1]
         sign_chunk(O[q], P1, L, V[a:b], R[a:b], T[a:b], f_tail, n, S[a:b], ok[a:b])
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
+def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, limbs, S, ok):
+    """``sign_fresh_keys`` by the GFNI kernels: key q's P1 || P2 in its slots, the row slots[q]
+    (``scheme.public_slots``), expanded in place into P1 || L (``gfni_kernels.expand_secret_slots``),
+    then one signing attempt for each of its elements (``sign_chunk_encoded``).
+
+    Secret: O, the slots once expanded, V, R, S and every intermediate; the rank bits ok are
+    public. Runs without the GIL.
+    """
+    for q in range(slots.shape[0]):
+        gfni_kernels.expand_secret_slots(slots[q], O[q], limbs)
+        a, b = first[q], first[q + 1]
+        sign_chunk_encoded(O[q], slots[q], V[a:b], R[a:b], T[a:b], f_tail, n, limbs, S[a:b], ok[a:b])
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE)
+def public_keys_chunk_encoded(slots, oils, v, o, limbs, out):
+    """out[q] = the encoded P3 of key q from its P1 || P2 in slots (the row slots[q]) and its oil
+    matrix's encoding oils[q] (``gfni_kernels.public_key_from_slots``). Secret: the oil matrices
+    and all derived from them. Runs without the GIL.
+    """
+    for q in range(slots.shape[0]):
+        gfni_kernels.public_key_from_slots(slots[q], oils[q], v, o, limbs, out[q])
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
