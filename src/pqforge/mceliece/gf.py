@@ -68,22 +68,6 @@ def gf_scale(src, a, m, fpoly):
 
 
 @njit(cache=JIT_CACHE)
-def gf_dot(x, y, m, fpoly):
-    """sum_i x[i] * y[i] over GF(2^m) (equal lengths; values may be secret): carry-less products
-    summed first, one reduction at the end."""
-    acc = np.zeros(x.shape[0], dtype=np.int64)
-    for b in range(m):
-        for c in range(x.shape[0]):
-            acc[c] ^= (x[c] << b) & -((y[c] >> b) & 1)
-    total = 0
-    for c in range(x.shape[0]):
-        total ^= acc[c]
-    for i in range(2 * m - 2, m - 1, -1):
-        total ^= (fpoly << (i - m)) & -((total >> i) & 1)
-    return total
-
-
-@njit(cache=JIT_CACHE)
 def poly_mulmod(a, b, m, fpoly, taps, const_z):
     """a * b in GF(2^m)[y]/F(y), F(y) = y^t + sum_{tap} y^tap (the y^0 term times z when const_z).
 
@@ -147,19 +131,6 @@ def genpoly(f, m, fpoly, taps, const_z):
 
 
 @njit(cache=JIT_CACHE)
-def gf_lincomb(x, a, y, b, m, fpoly):
-    """[a * x_i + b * y_i]: two scalars times two vectors (all may be secret), one reduction."""
-    out = np.zeros(x.shape[0], dtype=np.int64)
-    for k in range(m):
-        ma = -((a >> k) & 1)
-        mb = -((b >> k) & 1)
-        for c in range(x.shape[0]):
-            out[c] ^= ((x[c] << k) & ma) ^ ((y[c] << k) & mb)
-    gf_reduce_all(out, m, fpoly)
-    return out
-
-
-@njit(cache=JIT_CACHE)
 def berlekamp_massey(s, t, m, fpoly):
     """An error locator from the 2t syndromes s (secret), reversed: out[i] = C[t - i], so the
     roots of out are the support elements at error positions.
@@ -167,36 +138,94 @@ def berlekamp_massey(s, t, m, fpoly):
     Inversion-free form: C <- b C - d x B, so C is the usual connection polynomial times a
     nonzero constant, which leaves its roots alone. Constant time: fixed loop bounds (N, t are
     public), every update is a masked select.
+
+    C and B are kept two coefficients to a word (C[2i] in the low 32 bits, C[2i + 1] in the
+    high ones): a carry-less product of two field elements has under 32 bits, so every masked
+    shift and every reduction fold works on two coefficients at once.
     """
-    C = np.zeros(t + 1, dtype=np.int64)
-    B = np.zeros(t + 1, dtype=np.int64)
-    srev = np.zeros(t + 1, dtype=np.int64)
+    LO = 0xFFFFFFFF
+    lanes = 0x100000001                      # one bit at the bottom of each 32-bit lane
+    keep = ((1 << m) - 1) * lanes            # the reduced part of each lane; the rest folds back
+    words = (t + 3) >> 1                     # coefficients 0 .. t + 1 (t + 1 kept zero)
+    C = np.zeros(words, dtype=np.int64)
+    B = np.zeros(words, dtype=np.int64)
+    T = np.zeros(words, dtype=np.int64)
+    # sp[p, k, j]: -(bit k) of r[2j + p] (low lane) and of r[2j + p + 1] (high lane), where
+    # r[x] = s[2t - 1 - x] (zero for x >= 2t): the syndromes reversed, in both alignments
+    sp = np.zeros((2, m, t + 2), dtype=np.int64)
+    for p in range(2):
+        for k in range(m):
+            for j in range(t + 2):
+                for lane in range(2):
+                    x = 2 * j + p + lane
+                    if x < 2 * t:                # public
+                        bit = -((s[2 * t - 1 - x] >> k) & 1)
+                        sp[p, k, j] |= (bit & LO) if lane == 0 else (bit << 32)
+    # z^m = sum of the low terms of fpoly (at most four: 0, 1, 3, 4 for m = 13)
+    taps = np.zeros(4, dtype=np.int64)
+    tap_masks = np.zeros(4, dtype=np.int64)
+    n_taps = 0
+    for j in range(m):
+        if (fpoly >> j) & 1:                     # public
+            taps[n_taps] = j
+            tap_masks[n_taps] = -1
+            n_taps += 1
+    t0, t1, t2, t3 = taps[0], taps[1], taps[2], taps[3]
+    m0, m1, m2, m3 = tap_masks[0], tap_masks[1], tap_masks[2], tap_masks[3]
     C[0] = 1
-    B[1] = 1
+    B[0] = 1 << 32                           # x
     L = 0
     b = 1
     for N in range(2 * t):
-        # d = sum_{i <= min(N, t)} C[i] s[N - i]; srev holds those s values in C's order
-        lim = min(N, t) + 1                  # public
-        for i in range(lim):
-            srev[i] = s[N - i]
-        d = gf_dot(C[:lim], srev[:lim], m, fpoly)
+        # d = sum_{i <= min(N, t)} C[i] s[N - i], s[N - i] = r[2t - 1 - N + i]
+        lim = (min(N, t) + 2) >> 1           # public: words holding C[0 .. min(N, t)]
+        off = 2 * t - 1 - N
+        Cv = C[:lim]
+        dd = 0
+        for k in range(m):
+            Sv = sp[off & 1, k, off >> 1:(off >> 1) + lim]
+            acc = 0
+            for i in range(lim):
+                acc ^= Cv[i] & Sv[i]
+            dd ^= acc << k
+        d = (dd & LO) ^ (dd >> 32)
+        for i in range(2 * m - 2, m - 1, -1):
+            d ^= (fpoly << (i - m)) & -((d >> i) & 1)
         upd = _nonzero_mask(d) & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
         # deg C <= N and deg B <= N + 1 here (public bounds), so b C + d B fits in N + 2 terms
-        lim2 = min(N + 2, t + 1)
-        Cn = gf_lincomb(C[:lim2], b, B[:lim2], d, m, fpoly)
-        for i in range(t + 1):
-            B[i] = (B[i] & ~upd) | (C[i] & upd)
+        lim2 = (min(N + 2, t + 1) + 2) >> 1
+        Cw = C[:lim2]
+        Bw = B[:lim2]
+        Tw = T[:lim2]
         for i in range(lim2):
-            C[i] = Cn[i]
+            Tw[i] = 0
+        for k in range(m):
+            mb = -((b >> k) & 1)
+            md = -((d >> k) & 1)
+            for i in range(lim2):
+                Tw[i] ^= ((Cw[i] & mb) ^ (Bw[i] & md)) << k
+        for _ in range(2):                   # two folds bring every lane below z^m
+            for i in range(lim2):
+                h = (Tw[i] & ~keep) >> m
+                Tw[i] = ((Tw[i] & keep) ^ ((h << t0) & m0) ^ ((h << t1) & m1)
+                         ^ ((h << t2) & m2) ^ ((h << t3) & m3))
+        # B <- x (C if upd else B): one coefficient up, across the lanes; C <- T
+        carry = 0
+        for i in range(words):
+            v = (B[i] & ~upd) | (C[i] & upd)
+            B[i] = ((v & LO) << 32) | carry
+            carry = (v >> 32) & LO
+        if (t + 1) & 1:                      # public: clear coefficient t + 1
+            B[(t + 1) >> 1] &= LO
+        else:
+            B[(t + 1) >> 1] = 0
+        for i in range(lim2):
+            C[i] = Tw[i]
         L = (L & ~upd) | ((N + 1 - L) & upd)
         b = (b & ~upd) | (d & upd)
-        for i in range(t, 0, -1):
-            B[i] = B[i - 1]
-        B[0] = 0
     out = np.empty(t + 1, dtype=np.int64)
     for i in range(t + 1):
-        out[i] = C[t - i]
+        out[t - i] = (C[i >> 1] >> (32 * (i & 1))) & LO
     return out
 
 
