@@ -51,7 +51,8 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
     apply_benes(r, cond, m, True)
 
     gfull = np.empty(t + 1, dtype=np.int64)
-    gfull[:t] = g
+    for i in range(t):
+        gfull[i] = g[i]
     gfull[t] = 1
     ginv2 = vec_inv(fft_evaluate(fft_coefficients(gfull, ev_powers, ev_powers.shape[1], m, fpoly),
                                  ev_Uw, ev_Ub, m), m, taps)

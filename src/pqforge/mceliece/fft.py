@@ -43,7 +43,8 @@ def fft_coefficients(f, powers, K, m, fpoly):
     public scaling powers b_d^i of level d, tiled over the blocks. XORs at public positions only.
     """
     c = np.zeros(K, dtype=np.int64)
-    c[:f.shape[0]] = f
+    for i in range(f.shape[0]):
+        c[i] = f[i]
     nxt = np.empty(K, dtype=np.int64)
     size = K
     d = 0
@@ -135,7 +136,10 @@ _TAPS = (np.array([3, 0], dtype=np.int64), np.array([4, 3, 1, 0], dtype=np.int64
 
 @lru_cache(maxsize=None)
 def fft_constants(m: int, K: int, fpoly: int):
-    """(powers, Uw, Ub) for degree below K over GF(2^m): public, computed once."""
+    """(powers, Uw, Ub) for degree below K over GF(2^m): public, computed once.
+
+    Writable, as the kernels' own arrays are: numba compiles a kernel once per array type, and a
+    read-only constant would make vec_mul compile a second time for it."""
     N = 1 << m
     D = K.bit_length() - 1
     basis = [1 << (m - 1 - i) for i in range(m)]
@@ -165,8 +169,6 @@ def fft_constants(m: int, K: int, fpoly: int):
             Ub[d] = vec_from_scalars(vals, m, N >> 6)
         basis = [gf_mul(g, g, m, fpoly) ^ g for g in gam]
         size >>= 1
-    for a in (powers, Uw, Ub):
-        a.setflags(write=False)
     return powers, Uw, Ub
 
 
@@ -278,6 +280,8 @@ def support_power_sums(v, cond, powers, Uw, Ub, m, fpoly):
     to field order (bits from n on must be zero), then through the transposed FFT."""
     N = 1 << m
     E = np.zeros((m, N >> 6), dtype=np.int64)
-    E[:, :v.shape[1]] = v
+    for k in range(m):
+        for w in range(v.shape[1]):
+            E[k, w] = v[k, w]
     apply_benes(E, cond, m, True)
     return fft_transposed(E, Uw, Ub, powers, m, fpoly)

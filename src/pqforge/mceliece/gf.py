@@ -86,10 +86,11 @@ def poly_mulmod(a, b, m, fpoly, taps, const_z):
             for j in range(t):
                 prod[i + j] ^= shifted[k, j] & mask
     gf_reduce_all(prod, m, fpoly)
+    z = np.int64(2)          # an int64, not a literal: gf_mul then compiles once for all callers
     for i in range(2 * t - 2, t - 1, -1):
         for tap in taps:
             if tap == 0 and const_z:
-                prod[i - t] ^= gf_mul(prod[i], 2, m, fpoly)
+                prod[i - t] ^= gf_mul(prod[i], z, m, fpoly)
             else:
                 prod[i - t + tap] ^= prod[i]
     return prod[:t].copy()
@@ -120,10 +121,14 @@ def genpoly(f, m, fpoly, taps, const_z):
                 A[j, c] ^= A[k, c] & mask
         if A[j, j] == 0:
             return 0, np.zeros(t, dtype=np.int64)
-        A[j, j:] = gf_scale(A[j, j:], gf_inv(A[j, j], m, fpoly), m, fpoly)
+        row = gf_scale(A[j, j:], gf_inv(A[j, j], m, fpoly), m, fpoly)
+        for c in range(j, t + 1):
+            A[j, c] = row[c - j]
         for k in range(t):
             if k != j:
-                A[k, j:] ^= gf_scale(A[j, j:], A[k, j], m, fpoly)
+                row = gf_scale(A[j, j:], A[k, j], m, fpoly)
+                for c in range(j, t + 1):
+                    A[k, c] ^= row[c - j]
     g = np.empty(t, dtype=np.int64)
     for k in range(t):
         g[k] = A[k, t]
@@ -258,7 +263,9 @@ def vec_times_z_table(L, m, taps):
     selected by the bits of the other factor, with no reduction left to do."""
     W = L.shape[1]
     T = np.empty((m, m, W), dtype=np.int64)
-    T[0] = L
+    for k in range(m):
+        for w in range(W):
+            T[0, k, w] = L[k, w]
     for l in range(1, m):
         # times z: planes move up one, the top plane folds back through z^m = sum z^tap
         for k in range(m - 1, 0, -1):
@@ -356,7 +363,9 @@ def vec_inv(a, m, taps):
     # chain of j with known a^(2^j - 1), ending at m - 1
     chain = np.array([1, 2, 3, 6, 12]) if m == 13 else np.array([1, 2, 3, 5, 10, 11])
     known = np.empty((chain.shape[0], m, W), dtype=np.int64)
-    known[0] = a
+    for k in range(m):
+        for w in range(W):
+            known[0, k, w] = a[k, w]
     x = np.empty((m, W), dtype=np.int64)
     for c in range(1, chain.shape[0]):
         j = chain[c]
@@ -367,7 +376,9 @@ def vec_inv(a, m, taps):
         for e in range(c):
             if chain[e] == jj:
                 src = e
-        x[:] = known[c - 1]
+        for k in range(m):
+            for w in range(W):
+                x[k, w] = known[c - 1, k, w]
         for _ in range(jj):
             vec_square(x, x, m, taps)
         vec_mul(known[c], x, known[src], m, taps)
