@@ -72,6 +72,22 @@ def fft_coefficients(f, powers, K, m, fpoly):
     return c
 
 
+@njit(cache=JIT_CACHE, inline="always")
+def _log2(x):
+    # log2 of a public power of two
+    r = 0
+    while (1 << r) < x:
+        r += 1
+    return r
+
+
+@njit(cache=JIT_CACHE, inline="always")
+def _low_word(j, lh):
+    # word j of the upper halves (halves of 2^lh words, numbered without gaps) -> the word of
+    # its lower partner: one flat loop over all halves instead of a loop per block
+    return ((j >> lh) << (lh + 1)) | (j & ((1 << lh) - 1))
+
+
 @njit(cache=JIT_CACHE)
 def fft_evaluate(consts, Uw, Ub, m):
     """Combine the block constants (secret) upward into f(bitrev(x)) for all x < 2^m, bitsliced
@@ -96,23 +112,23 @@ def fft_evaluate(consts, Uw, Ub, m):
                 run = ((np.int64(1) << block) - 1) << (start & 63)
                 E[k, start >> 6] |= run & bit
     tmp = np.empty((m, nw), dtype=np.int64)
+    X = np.empty((m, nw >> 1), dtype=np.int64)
+    P = np.empty((m, nw >> 1), dtype=np.int64)
     for d in range(D - 1, -1, -1):
         half = N >> (d + 1)
         if half >= 64:
             hw = half >> 6
-            X = np.empty((m, nw >> 1), dtype=np.int64)
+            lh = _log2(hw)
             for k in range(m):
-                for b in range(0, nw, 2 * hw):
-                    for w in range(hw):
-                        X[k, (b >> 1) + w] = E[k, b + hw + w]
-            P = np.empty((m, nw >> 1), dtype=np.int64)
+                for j in range(nw >> 1):
+                    X[k, j] = E[k, _low_word(j, lh) + hw]
             vec_mul(P, X, Uw[d], m, _TAPS[m - 12])
             for k in range(m):
-                for b in range(0, nw, 2 * hw):
-                    for w in range(hw):
-                        lo = E[k, b + w] ^ P[k, (b >> 1) + w]
-                        E[k, b + w] = lo
-                        E[k, b + hw + w] ^= lo
+                for j in range(nw >> 1):
+                    i = _low_word(j, lh)
+                    lo = E[k, i] ^ P[k, j]
+                    E[k, i] = lo
+                    E[k, i + hw] ^= lo
         else:
             low = _LOW_MASKS[half]
             for k in range(m):
@@ -209,23 +225,23 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     while (1 << D) < K:
         D += 1
     tmp = np.empty((m, nw), dtype=np.int64)
+    X = np.empty((m, nw >> 1), dtype=np.int64)
+    P = np.empty((m, nw >> 1), dtype=np.int64)
     for d in range(D):
         half = N >> (d + 1)
         if half >= 64:
             hw = half >> 6
-            X = np.empty((m, nw >> 1), dtype=np.int64)
+            lh = _log2(hw)
             for k in range(m):
-                for b in range(0, nw, 2 * hw):
-                    for w in range(hw):
-                        lo = E[k, b + w] ^ E[k, b + hw + w]
-                        E[k, b + w] = lo
-                        X[k, (b >> 1) + w] = lo
-            P = np.empty((m, nw >> 1), dtype=np.int64)
+                for j in range(nw >> 1):
+                    i = _low_word(j, lh)
+                    lo = E[k, i] ^ E[k, i + hw]
+                    E[k, i] = lo
+                    X[k, j] = lo
             vec_mul(P, X, Uw[d], m, _TAPS[m - 12])
             for k in range(m):
-                for b in range(0, nw, 2 * hw):
-                    for w in range(hw):
-                        E[k, b + hw + w] ^= P[k, (b >> 1) + w]
+                for j in range(nw >> 1):
+                    E[k, _low_word(j, lh) + hw] ^= P[k, j]
         else:
             low = _LOW_MASKS[half]
             for k in range(m):
