@@ -264,3 +264,26 @@ def syndrome_from_public_key(pk, pk64, e, mt, row_bytes):
         bit = (acc ^ (np.int64(e[i >> 3]) >> (i & 7))) & 1
         s[i >> 3] |= np.uint8(bit << (i & 7))
     return s
+
+
+@njit(cache=JIT_CACHE)
+def encap_preimage(buf, pk, pk64, n, t, m, mt, row_bytes):
+    """Encapsulation's compiled part: (ok, 1 | e | C), the hash input of the shared secret, with
+    e from FixedWeight's random bytes buf and C = H e (pk and pk64 as for
+    syndrome_from_public_key). ok = 0 asks for fresh bytes (the submission's public rejection
+    loop). Secret: buf and e.
+    """
+    nb = n >> 3
+    sb = (mt + 7) >> 3
+    out = np.empty(1 + nb + sb, dtype=np.uint8)
+    ok, ind = fixed_weight_indices(buf, n, t, m)
+    if ok == 0:
+        return 0, out
+    e = weight_vector(ind, nb)
+    C = syndrome_from_public_key(pk, pk64, e, mt, row_bytes)
+    out[0] = 1
+    for i in range(nb):
+        out[1 + i] = e[i]
+    for i in range(sb):
+        out[1 + nb + i] = C[i]
+    return 1, out
