@@ -462,6 +462,10 @@ def _mceliece_targets():
         return (rng.integers(0, p.q, p.t, dtype=np.int64), p.m, ms.field_poly(p),
                 np.array(p.poly_taps, dtype=np.int64), p.poly_const_z)
 
+    def syndromes(p, rng, fixed):          # decapsulation's 2t syndromes (secret)
+        from ..mceliece import scheme as ms
+        return (rng.integers(0, p.q, 2 * p.t, dtype=np.int64), p.t, p.m, ms.field_poly(p))
+
     from ..mceliece import benes, decode, gf, matrix
     encap_keygen = _existing([
         Target("mceliece-weight-vector", "the error vector from its t secret positions",
@@ -474,6 +478,8 @@ def _mceliece_targets():
                permutation, secret_args=("pi",), **{**algs, "kind": "kernel"}),
         Target("mceliece-genpoly", "the Goppa polynomial as the minimal polynomial of a secret f",
                _k(gf, "genpoly"), goppa, secret_args=("f",), **{**algs, "kind": "kernel"}),
+        Target("mceliece-berlekamp-massey", "decapsulation's error locator from secret syndromes",
+               _k(gf, "berlekamp_massey"), syndromes, secret_args=("s",), **{**algs, "kind": "kernel"}),
     ])
 
     preimage = getattr(decode, "decap_preimage", None)
