@@ -10,7 +10,7 @@ from numba import njit
 
 from .benes import apply_benes
 from .fft import fft_coefficients, fft_evaluate, fft_transposed
-from .gf import berlekamp_massey, vec_inv, vec_square
+from .gf import berlekamp_massey, secret_mask, vec_inv, vec_square
 from .._compile_cache import JIT_CACHE
 
 
@@ -91,7 +91,7 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
     for j in range(2 * t):
         diff |= syn[j] ^ syn2[j]
     ok = ((diff - 1) >> 63) & 1                    # 1 exactly when diff == 0
-    mask = -ok
+    mask = secret_mask(-ok)
 
     out = np.empty(1 + nb + sb, dtype=np.uint8)
     out[0] = ok

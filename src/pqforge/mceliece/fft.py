@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from .benes import apply_benes
-from .gf import _parity64, gf_inv, gf_mul, gf_reduce_all, vec_from_scalars, vec_mul
+from .gf import _parity64, bit_mask, gf_inv, gf_mul, gf_reduce_all, vec_from_scalars, vec_mul
 from .._compile_cache import JIT_CACHE
 
 
@@ -103,7 +103,7 @@ def fft_evaluate(consts, Uw, Ub, m):
     block = N >> D                       # points per bottom block
     for p in range(K):
         for k in range(m):
-            bit = -((consts[p] >> k) & 1)
+            bit = bit_mask(consts[p], k)
             start = p * block
             if block >= 64:
                 for w in range(start >> 6, (start + block) >> 6):

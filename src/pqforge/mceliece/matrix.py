@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .gf import vec_eval_table, vec_inv, vec_mul_table, vec_times_z_table
+from .gf import bit_mask, secret_mask, vec_eval_table, vec_inv, vec_mul_table, vec_times_z_table
 from .._compile_cache import JIT_CACHE
 
 
@@ -52,13 +52,13 @@ def eliminate_rows(mat, r0, r1, wend):
         # columns left of word wi hold only earlier pivots, already cleared in rows >= r
         pivot = mat[r, wi:wend]
         for k in range(r + 1, rows):
-            _add_masked(pivot, mat[k, wi:wend], ((pivot[0] >> bi) & 1) - 1)
+            _add_masked(pivot, mat[k, wi:wend], ~bit_mask(pivot[0], bi))
         if ((pivot[0] >> bi) & 1) == 0:
             return 0
         for k in range(rows):
             if k != r:
                 row = mat[k, wi:wend]
-                _add_masked(row, pivot, -((row[0] >> bi) & 1))
+                _add_masked(row, pivot, bit_mask(row[0], bi))
     return 1
 
 
@@ -96,7 +96,7 @@ def _put64(mat, i, c0, v):
 @njit(cache=JIT_CACHE)
 def _eq_mask(a, b):
     # -1 when a == b else 0, for small non-negative ints, without a branch
-    return ((a ^ b) - 1) >> 63
+    return secret_mask(((a ^ b) - 1) >> 63)
 
 
 @njit(cache=JIT_CACHE)
@@ -137,11 +137,9 @@ def move_pivot_columns(mat, pi, mt):
         ctz[i] = s
         pivots |= np.int64(1) << s
         for j in range(i + 1, 32):
-            mask = ((buf[i] >> s) & 1) - 1
-            buf[i] ^= buf[j] & mask
+            buf[i] ^= buf[j] & ~bit_mask(buf[i], s)
         for j in range(i + 1, 32):
-            mask = -((buf[j] >> s) & 1)
-            buf[j] ^= buf[i] & mask
+            buf[j] ^= buf[i] & bit_mask(buf[j], s)
     for j in range(32):
         for k in range(j + 1, 64):
             same = _eq_mask(k, ctz[j])
