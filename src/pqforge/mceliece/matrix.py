@@ -95,8 +95,10 @@ def _put64(mat, i, c0, v):
 
 @njit(cache=JIT_CACHE)
 def _eq_mask(a, b):
-    # -1 when a == b else 0, for small non-negative ints, without a branch
-    return secret_mask(((a ^ b) - 1) >> 63)
+    # -1 when a == b else 0, for small non-negative ints, without a branch. No barrier here, so
+    # that loops over it vectorise: callers pass a secret operand through secret_mask first,
+    # which hides its value from the optimiser
+    return ((a ^ b) - 1) >> 63
 
 
 @njit(cache=JIT_CACHE)
@@ -141,8 +143,9 @@ def move_pivot_columns(mat, pi, mt):
         for j in range(i + 1, 32):
             buf[j] ^= buf[i] & bit_mask(buf[j], s)
     for j in range(32):
+        cj = secret_mask(ctz[j])
         for k in range(j + 1, 64):
-            same = _eq_mask(k, ctz[j])
+            same = _eq_mask(k, cj)
             d = (pi[row + j] ^ pi[row + k]) & same
             pi[row + j] ^= d
             pi[row + k] ^= d
@@ -210,7 +213,7 @@ def weight_vector(ind, nbytes):
     t = ind.shape[0]
     for j in range(t):
         bit = np.int64(1) << (ind[j] & 63)
-        hi = ind[j] >> 6
+        hi = secret_mask(ind[j] >> 6)
         for w in range(nw):
             words[w] |= bit & _eq_mask(hi, w)
     return words.view(np.uint8)[:nbytes].copy()
