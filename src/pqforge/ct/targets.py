@@ -444,9 +444,9 @@ def _mceliece_targets():
         return (ms.fixed_weight(p, rng.bytes).copy(), p.n // 8)
 
     def syndrome(p, rng, fixed):           # H e under one public key, e secret
-        from ..mceliece import scheme as ms
+        from ..mceliece import matrix, scheme as ms
         pk = _mce_public(p)
-        e = ms.weight_vector(ms.fixed_weight(p, rng.bytes), p.n // 8)
+        e = matrix.weight_vector(ms.fixed_weight(p, rng.bytes), p.n // 8)
         return (np.frombuffer(pk, np.uint8).copy(), np.frombuffer(pk, np.int64, len(pk) // 8).copy(), e,
                 p.mt, p.pk_row_bytes)
 

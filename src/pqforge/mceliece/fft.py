@@ -20,7 +20,6 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
-from .benes import apply_benes
 from .gf import _parity64, bit_mask, gf_inv, gf_mul, gf_reduce_all, vec_from_scalars, vec_mul
 from .._compile_cache import JIT_CACHE
 
@@ -196,22 +195,6 @@ def fft_size(degree: int) -> int:
 
 
 @njit(cache=JIT_CACHE)
-def eval_at_support(coeffs, cond, powers, Uw, Ub, m, fpoly, n):
-    """Bitsliced values f(L_0) .. f(L_{n-1}) (m, ceil(n/64)) of f (secret coefficients, degree
-    below powers.shape[1]) at the support given by the control bits cond (secret): all field
-    elements by the FFT, then the Benes network; elements from n on are cleared."""
-    E = fft_evaluate(fft_coefficients(coeffs, powers, powers.shape[1], m, fpoly), Uw, Ub, m)
-    apply_benes(E, cond, m)
-    W = (n + 63) >> 6
-    out = E[:, :W].copy()
-    if n & 63:
-        keep = (np.int64(1) << (n & 63)) - 1
-        for k in range(m):
-            out[k, W - 1] &= keep
-    return out
-
-
-@njit(cache=JIT_CACHE)
 def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     """The transpose of fft_coefficients followed by fft_evaluate: from values v (bitsliced,
     entry x belonging to the point bitrev(x); overwritten) to the power sums
@@ -287,17 +270,3 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
             s <<= 1
         c = _mul_elementwise(c, powers[d], m, fpoly)
     return c
-
-
-@njit(cache=JIT_CACHE)
-def support_power_sums(v, cond, powers, Uw, Ub, m, fpoly):
-    """sum_i v_i L_i^j for j < powers.shape[1]: v bitsliced in support order (m, W), with L the
-    support of the control bits cond. Both are secret: the values go back through the network
-    to field order (bits from n on must be zero), then through the transposed FFT."""
-    N = 1 << m
-    E = np.zeros((m, N >> 6), dtype=np.int64)
-    for k in range(m):
-        for w in range(v.shape[1]):
-            E[k, w] = v[k, w]
-    apply_benes(E, cond, m, True)
-    return fft_transposed(E, Uw, Ub, powers, m, fpoly)

@@ -24,7 +24,7 @@ from .decode import decap_preimage
 from .fft import fft_constants, fft_size
 from .gf import field_poly, genpoly, vec_from_scalars
 from .matrix import (encap_preimage, eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key,
-                     parity_check_matrix, weight_vector)
+                     parity_check_matrix)
 from .params import Params
 
 _ALL_PIVOTS = 0xFFFFFFFF     # c for the plain sets: the first mt columns are the pivots
