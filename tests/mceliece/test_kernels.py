@@ -347,9 +347,7 @@ def test_decap_preimage_twin():
     g, cond, s = scheme._sk_parts(p, sk)
     c = np.frombuffer(ct, dtype=np.uint8)
     for cc in (c, c ^ np.uint8(1)):
-        args = (cc, g, cond, s, p.m, p.n, p.t, gf.field_poly(p), p.field_taps_array,
-                *fft.fft_constants(p.m, fft.fft_size(p.t), gf.field_poly(p)),
-                *fft.fft_constants(p.m, fft.fft_size(2 * p.t - 1), gf.field_poly(p)))
+        args = (cc, g, cond, s, p.m, p.n, p.t, *scheme.decoding_constants(p))
         assert np.array_equal(decode.decap_preimage(*args), decode.decap_preimage.py_func(*args))
 
 

@@ -73,7 +73,9 @@ def test_a_locator_root_outside_the_support_is_rejected(outside):
     p = ALGORITHMS[name].params
     sk = kem_entry0(name)["sk"]
     g, cond, s = scheme._sk_parts(p, sk)
-    fpoly, taps, evp, evu, evb, syp, syu, syb = scheme.decoding_constants(p)
+    fpoly, taps = scheme.decoding_constants(p)[:2]
+    syp, syu, syb = scheme.decoding_constants(p)[-3:]
+    evp, evu, evb = fft.fft_constants(p.m, fft.fft_size(p.t), fpoly)    # g in full, t + 1 coefficients
     nw = (1 << p.m) >> 6
     ginv2 = vec_inv(fft.fft_evaluate(fft.fft_coefficients(np.append(g, 1), evp, evp.shape[1], p.m, fpoly),
                                      evu, evb, p.m), p.m, taps)

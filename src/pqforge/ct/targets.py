@@ -421,10 +421,8 @@ def _mceliece_targets():
     def preimage_args(p, ct, sk):
         from ..mceliece import scheme as ms
         g, cond, sv = ms._sk_parts(p, sk)
-        fpoly = ms.field_poly(p)
         return (np.frombuffer(ct, dtype=np.uint8).copy(), g.copy(), cond.copy(), sv.copy(), p.m, p.n, p.t,
-                fpoly, p.field_taps_array, *ms.fft_constants(p.m, ms.fft_size(p.t), fpoly),
-                *ms.fft_constants(p.m, ms.fft_size(2 * p.t - 1), fpoly))
+                *ms.decoding_constants(p))
 
     def preimage_key(p, rng, fixed):
         pool = _mce_pool(p)

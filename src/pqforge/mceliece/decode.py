@@ -10,7 +10,7 @@ from numba import njit
 
 from .benes import apply_benes
 from .fft import fft_coefficients, fft_evaluate, fft_transposed
-from .gf import berlekamp_massey, secret_mask, vec_inv, vec_square
+from .gf import berlekamp_massey, gf_inv, gf_scale, secret_mask, vec_inv, vec_square
 from .._compile_cache import JIT_CACHE
 
 
@@ -24,14 +24,29 @@ def _popcount64(x):
 
 
 @njit(cache=JIT_CACHE)
-def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub, sy_powers, sy_Uw, sy_Ub):
+def _monic_values(low, powers, Uw, Ub, xt, m, fpoly):
+    # x^t + sum low[i] x^i at every field element, bitsliced in the FFT's order (low secret)
+    E = fft_evaluate(fft_coefficients(low, powers, powers.shape[1], m, fpoly), Uw, Ub, m)
+    for k in range(m):
+        for x in range(E.shape[1]):
+            E[k, x] ^= xt[k, x]
+    return E
+
+
+@njit(cache=JIT_CACHE)
+def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub):
     """The hash input b | v | C of decapsulation: b = 1 and v = e when C decodes to an error
     vector e of weight t with syndrome C, else b = 0 and v = s (implicit rejection).
 
     Secret: g (Goppa polynomial, t low coefficients), cond (control bits as int64 words), s, and
     everything derived from them; c is public, and so are the FFT constants for evaluating
-    polynomials of degree t (ev_*) and for power sums up to 2t - 1 (sy_*). Loop bounds and
-    memory indices depend on m, n, t only, and the final choice between e and s is a mask.
+    polynomials of degree below t (ev_*), x^t at every field element (xt, bitsliced in the FFT's
+    order) and the FFT constants for power sums up to 2t - 1 (sy_*). Loop bounds and memory
+    indices depend on m, n, t only, and the final choice between e and s is a mask.
+
+    Both polynomials of degree t are evaluated as monic ones: the t low coefficients by the FFT
+    (half the size when t is a power of two) plus x^t. g is monic; the locator is made monic by
+    its leading coefficient's inverse, which leaves its roots alone.
 
     Decoding runs in the FFT's order of all 2^m field elements: the received word goes there
     through the inverse Benes network and the error vector comes back through the network, one
@@ -50,12 +65,7 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
         r[0, i >> 3] |= np.int64(c[i]) << (8 * (i & 7))
     apply_benes(r, cond, m, True)
 
-    gfull = np.empty(t + 1, dtype=np.int64)
-    for i in range(t):
-        gfull[i] = g[i]
-    gfull[t] = 1
-    ginv2 = vec_inv(fft_evaluate(fft_coefficients(gfull, ev_powers, ev_powers.shape[1], m, fpoly),
-                                 ev_Uw, ev_Ub, m), m, taps)
+    ginv2 = vec_inv(_monic_values(g, ev_powers, ev_Uw, ev_Ub, xt, m, fpoly), m, taps)
     vec_square(ginv2, ginv2, m, taps)              # 1 / g(x)^2 at every field element x
 
     # syndrome s_j = sum_x r_x x^j / g(x)^2, j < 2t
@@ -66,7 +76,8 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
     syn = fft_transposed(w, sy_Uw, sy_Ub, sy_powers, m, fpoly)
 
     loc = berlekamp_massey(syn[:2 * t], t, m, fpoly)
-    img = fft_evaluate(fft_coefficients(loc, ev_powers, ev_powers.shape[1], m, fpoly), ev_Uw, ev_Ub, m)
+    img = _monic_values(gf_scale(loc[:t], gf_inv(loc[t], m, fpoly), m, fpoly), ev_powers, ev_Uw, ev_Ub, xt, m,
+                        fpoly)
 
     # roots of the locator: the error positions in field order
     e = np.empty((1, nw), dtype=np.int64)

@@ -5,7 +5,7 @@ of shape (m, W): plane k holds bit k of 64 elements per word (element j at bit j
 word j // 64), so one pass over the planes works on 64 elements at once.
 
 No kernel here branches on, loops over or indexes memory by a value; the bit-serial
-multiplier uses multiplications by 0/1 and the selects use masks. Which inputs are secret
+multiplier and the selects use masks. Which inputs are secret
 is stated per kernel.
 
 Masks made from secret bits pass through ``secret_mask``. An optimiser that can prove a value
@@ -58,9 +58,9 @@ def gf_mul(a, b, m, fpoly):
     """a * b in GF(2^m) modulo the field polynomial ``fpoly`` (bits, with z^m). a, b may be secret."""
     r = 0
     for i in range(m):
-        r ^= (a << i) * ((b >> i) & 1)
+        r ^= (a << i) & bit_mask(b, i)
     for i in range(2 * m - 2, m - 1, -1):
-        r ^= (fpoly << (i - m)) * ((r >> i) & 1)
+        r ^= (fpoly << (i - m)) & bit_mask(r, i)
     return r
 
 

@@ -22,7 +22,7 @@ from ..symmetric import shake256
 from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
 from .decode import decap_preimage
 from .fft import fft_constants, fft_size
-from .gf import field_poly, genpoly, vec_from_scalars
+from .gf import field_poly, genpoly, vec_from_scalars, vec_mul, vec_square
 from .matrix import (encap_preimage, eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key,
                      parity_check_matrix)
 from .params import Params
@@ -241,11 +241,24 @@ _DECODING: dict = {}
 
 
 def decoding_constants(p: Params) -> tuple:
-    """decap_preimage's public arguments after m, n, t: the field polynomial, its taps and the FFT
-    constants for degree t and for power sums up to 2t - 1 (computed once per set, kept by name:
-    hashing the Params dataclass on every call costs a microsecond)."""
+    """decap_preimage's public arguments after m, n, t: the field polynomial, its taps, the FFT
+    constants for degree below t, x^t at every field element and the FFT constants for power sums
+    up to 2t - 1 (computed once per set, kept by name: hashing the Params dataclass on every call
+    costs a microsecond)."""
     if p.name not in _DECODING:
         fpoly = field_poly(p)
-        _DECODING[p.name] = (fpoly, p.field_taps_array, *fft_constants(p.m, fft_size(p.t), fpoly),
+        taps = p.field_taps_array
+        # x^t at every field element in the FFT's order (entry x is the point bitrev(x)), by
+        # square-and-multiply on the bitsliced points
+        xt, power, e = None, bitrev_planes(p.m), p.t        # power: x^(2^i) for bit i of e
+        while e:
+            if e & 1:
+                if xt is None:
+                    xt = power.copy()
+                else:
+                    vec_mul(xt, xt, power, p.m, taps)
+            vec_square(power, power, p.m, taps)
+            e >>= 1
+        _DECODING[p.name] = (fpoly, taps, *fft_constants(p.m, fft_size(p.t - 1), fpoly), xt,
                              *fft_constants(p.m, fft_size(2 * p.t - 1), fpoly))
     return _DECODING[p.name]
