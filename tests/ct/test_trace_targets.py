@@ -89,7 +89,8 @@ def test_mceliece_decapsulation_core_flow(name):
     assert result.ok and result.events[0] > 100000, result.summary()
 
 
-@pytest.mark.parametrize("name", ["mceliece-weight-vector", "mceliece-syndrome", "mceliece-sort-network"])
+@pytest.mark.parametrize("name", ["mceliece-weight-vector", "mceliece-syndrome", "mceliece-sort-network",
+                                  "mceliece-berlekamp-massey"])
 def test_mceliece_encapsulation_and_sorting_kernels(name):
     # real size; the Benes control bits and the Goppa polynomial take minutes as Python, so they
     # are left to `pqforge ct trace --target mceliece-control-bits` and `--target mceliece-genpoly`

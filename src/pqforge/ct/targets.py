@@ -471,10 +471,8 @@ def _mceliece_targets():
     def preimage_args(p, ct, sk):
         from ..mceliece import scheme as ms
         g, cond, sv = ms._sk_parts(p, sk)
-        fpoly = ms.field_poly(p)
         return (np.frombuffer(ct, dtype=np.uint8).copy(), g.copy(), cond.copy(), sv.copy(), p.m, p.n, p.t,
-                fpoly, p.field_taps_array, *ms.fft_constants(p.m, ms.fft_size(p.t), fpoly),
-                *ms.fft_constants(p.m, ms.fft_size(2 * p.t - 1), fpoly))
+                *ms.decoding_constants(p))
 
     def preimage_key(p, rng, fixed):
         pool = _mce_pool(p)
@@ -494,9 +492,9 @@ def _mceliece_targets():
         return (ms.fixed_weight(p, rng.bytes).copy(), p.n // 8)
 
     def syndrome(p, rng, fixed):           # H e under one public key, e secret
-        from ..mceliece import scheme as ms
+        from ..mceliece import matrix, scheme as ms
         pk = _mce_public(p)
-        e = ms.weight_vector(ms.fixed_weight(p, rng.bytes), p.n // 8)
+        e = matrix.weight_vector(ms.fixed_weight(p, rng.bytes), p.n // 8)
         return (np.frombuffer(pk, np.uint8).copy(), np.frombuffer(pk, np.int64, len(pk) // 8).copy(), e,
                 p.mt, p.pk_row_bytes)
 
@@ -512,6 +510,10 @@ def _mceliece_targets():
         return (rng.integers(0, p.q, p.t, dtype=np.int64), p.m, ms.field_poly(p),
                 np.array(p.poly_taps, dtype=np.int64), p.poly_const_z)
 
+    def syndromes(p, rng, fixed):          # decapsulation's 2t syndromes (secret)
+        from ..mceliece import scheme as ms
+        return (rng.integers(0, p.q, 2 * p.t, dtype=np.int64), p.t, p.m, ms.field_poly(p))
+
     from ..mceliece import benes, decode, gf, matrix
     encap_keygen = _existing([
         Target("mceliece-weight-vector", "the error vector from its t secret positions",
@@ -524,6 +526,8 @@ def _mceliece_targets():
                permutation, secret_args=("pi",), **{**algs, "kind": "kernel"}),
         Target("mceliece-genpoly", "the Goppa polynomial as the minimal polynomial of a secret f",
                _k(gf, "genpoly"), goppa, secret_args=("f",), **{**algs, "kind": "kernel"}),
+        Target("mceliece-berlekamp-massey", "decapsulation's error locator from secret syndromes",
+               _k(gf, "berlekamp_massey"), syndromes, secret_args=("s",), **{**algs, "kind": "kernel"}),
     ])
 
     preimage = getattr(decode, "decap_preimage", None)

@@ -20,8 +20,7 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
-from .benes import apply_benes
-from .gf import _parity64, gf_inv, gf_mul, gf_reduce_all, vec_from_scalars, vec_mul
+from .gf import _parity64, bit_mask, gf_inv, gf_mul, gf_reduce_all, vec_from_scalars, vec_mul
 from .._compile_cache import JIT_CACHE
 
 
@@ -43,7 +42,8 @@ def fft_coefficients(f, powers, K, m, fpoly):
     public scaling powers b_d^i of level d, tiled over the blocks. XORs at public positions only.
     """
     c = np.zeros(K, dtype=np.int64)
-    c[:f.shape[0]] = f
+    for i in range(f.shape[0]):
+        c[i] = f[i]
     nxt = np.empty(K, dtype=np.int64)
     size = K
     d = 0
@@ -71,6 +71,22 @@ def fft_coefficients(f, powers, K, m, fpoly):
     return c
 
 
+@njit(cache=JIT_CACHE, inline="always")
+def _log2(x):
+    # log2 of a public power of two
+    r = 0
+    while (1 << r) < x:
+        r += 1
+    return r
+
+
+@njit(cache=JIT_CACHE, inline="always")
+def _low_word(j, lh):
+    # word j of the upper halves (halves of 2^lh words, numbered without gaps) -> the word of
+    # its lower partner: one flat loop over all halves instead of a loop per block
+    return ((j >> lh) << (lh + 1)) | (j & ((1 << lh) - 1))
+
+
 @njit(cache=JIT_CACHE)
 def fft_evaluate(consts, Uw, Ub, m):
     """Combine the block constants (secret) upward into f(bitrev(x)) for all x < 2^m, bitsliced
@@ -86,7 +102,7 @@ def fft_evaluate(consts, Uw, Ub, m):
     block = N >> D                       # points per bottom block
     for p in range(K):
         for k in range(m):
-            bit = -((consts[p] >> k) & 1)
+            bit = bit_mask(consts[p], k)
             start = p * block
             if block >= 64:
                 for w in range(start >> 6, (start + block) >> 6):
@@ -95,23 +111,23 @@ def fft_evaluate(consts, Uw, Ub, m):
                 run = ((np.int64(1) << block) - 1) << (start & 63)
                 E[k, start >> 6] |= run & bit
     tmp = np.empty((m, nw), dtype=np.int64)
+    X = np.empty((m, nw >> 1), dtype=np.int64)
+    P = np.empty((m, nw >> 1), dtype=np.int64)
     for d in range(D - 1, -1, -1):
         half = N >> (d + 1)
         if half >= 64:
             hw = half >> 6
-            X = np.empty((m, nw >> 1), dtype=np.int64)
+            lh = _log2(hw)
             for k in range(m):
-                for b in range(0, nw, 2 * hw):
-                    for w in range(hw):
-                        X[k, (b >> 1) + w] = E[k, b + hw + w]
-            P = np.empty((m, nw >> 1), dtype=np.int64)
+                for j in range(nw >> 1):
+                    X[k, j] = E[k, _low_word(j, lh) + hw]
             vec_mul(P, X, Uw[d], m, _TAPS[m - 12])
             for k in range(m):
-                for b in range(0, nw, 2 * hw):
-                    for w in range(hw):
-                        lo = E[k, b + w] ^ P[k, (b >> 1) + w]
-                        E[k, b + w] = lo
-                        E[k, b + hw + w] ^= lo
+                for j in range(nw >> 1):
+                    i = _low_word(j, lh)
+                    lo = E[k, i] ^ P[k, j]
+                    E[k, i] = lo
+                    E[k, i + hw] ^= lo
         else:
             low = _LOW_MASKS[half]
             for k in range(m):
@@ -135,7 +151,10 @@ _TAPS = (np.array([3, 0], dtype=np.int64), np.array([4, 3, 1, 0], dtype=np.int64
 
 @lru_cache(maxsize=None)
 def fft_constants(m: int, K: int, fpoly: int):
-    """(powers, Uw, Ub) for degree below K over GF(2^m): public, computed once."""
+    """(powers, Uw, Ub) for degree below K over GF(2^m): public, computed once.
+
+    Writable, as the kernels' own arrays are: numba compiles a kernel once per array type, and a
+    read-only constant would make vec_mul compile a second time for it."""
     N = 1 << m
     D = K.bit_length() - 1
     basis = [1 << (m - 1 - i) for i in range(m)]
@@ -165,8 +184,6 @@ def fft_constants(m: int, K: int, fpoly: int):
             Ub[d] = vec_from_scalars(vals, m, N >> 6)
         basis = [gf_mul(g, g, m, fpoly) ^ g for g in gam]
         size >>= 1
-    for a in (powers, Uw, Ub):
-        a.setflags(write=False)
     return powers, Uw, Ub
 
 
@@ -175,22 +192,6 @@ def fft_size(degree: int) -> int:
     while K < degree + 1:
         K <<= 1
     return K
-
-
-@njit(cache=JIT_CACHE)
-def eval_at_support(coeffs, cond, powers, Uw, Ub, m, fpoly, n):
-    """Bitsliced values f(L_0) .. f(L_{n-1}) (m, ceil(n/64)) of f (secret coefficients, degree
-    below powers.shape[1]) at the support given by the control bits cond (secret): all field
-    elements by the FFT, then the Benes network; elements from n on are cleared."""
-    E = fft_evaluate(fft_coefficients(coeffs, powers, powers.shape[1], m, fpoly), Uw, Ub, m)
-    apply_benes(E, cond, m)
-    W = (n + 63) >> 6
-    out = E[:, :W].copy()
-    if n & 63:
-        keep = (np.int64(1) << (n & 63)) - 1
-        for k in range(m):
-            out[k, W - 1] &= keep
-    return out
 
 
 @njit(cache=JIT_CACHE)
@@ -207,23 +208,23 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     while (1 << D) < K:
         D += 1
     tmp = np.empty((m, nw), dtype=np.int64)
+    X = np.empty((m, nw >> 1), dtype=np.int64)
+    P = np.empty((m, nw >> 1), dtype=np.int64)
     for d in range(D):
         half = N >> (d + 1)
         if half >= 64:
             hw = half >> 6
-            X = np.empty((m, nw >> 1), dtype=np.int64)
+            lh = _log2(hw)
             for k in range(m):
-                for b in range(0, nw, 2 * hw):
-                    for w in range(hw):
-                        lo = E[k, b + w] ^ E[k, b + hw + w]
-                        E[k, b + w] = lo
-                        X[k, (b >> 1) + w] = lo
-            P = np.empty((m, nw >> 1), dtype=np.int64)
+                for j in range(nw >> 1):
+                    i = _low_word(j, lh)
+                    lo = E[k, i] ^ E[k, i + hw]
+                    E[k, i] = lo
+                    X[k, j] = lo
             vec_mul(P, X, Uw[d], m, _TAPS[m - 12])
             for k in range(m):
-                for b in range(0, nw, 2 * hw):
-                    for w in range(hw):
-                        E[k, b + hw + w] ^= P[k, (b >> 1) + w]
+                for j in range(nw >> 1):
+                    E[k, _low_word(j, lh) + hw] ^= P[k, j]
         else:
             low = _LOW_MASKS[half]
             for k in range(m):
@@ -269,15 +270,3 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
             s <<= 1
         c = _mul_elementwise(c, powers[d], m, fpoly)
     return c
-
-
-@njit(cache=JIT_CACHE)
-def support_power_sums(v, cond, powers, Uw, Ub, m, fpoly):
-    """sum_i v_i L_i^j for j < powers.shape[1]: v bitsliced in support order (m, W), with L the
-    support of the control bits cond. Both are secret: the values go back through the network
-    to field order (bits from n on must be zero), then through the transposed FFT."""
-    N = 1 << m
-    E = np.zeros((m, N >> 6), dtype=np.int64)
-    E[:, :v.shape[1]] = v
-    apply_benes(E, cond, m, True)
-    return fft_transposed(E, Uw, Ub, powers, m, fpoly)

@@ -5,16 +5,52 @@ of shape (m, W): plane k holds bit k of 64 elements per word (element j at bit j
 word j // 64), so one pass over the planes works on 64 elements at once.
 
 No kernel here branches on, loops over or indexes memory by a value; the bit-serial
-multiplier uses multiplications by 0/1 and the selects use masks. Which inputs are secret
+multiplier and the selects use masks. Which inputs are secret
 is stated per kernel.
+
+Masks made from secret bits pass through ``secret_mask``. An optimiser that can prove a value
+is 0 or all-ones treats ``x & mask`` as a choice, and when the mask is fixed across a loop it
+may "unswitch" the loop: one copy for each value and a branch on the secret between them.
+A timing campaign found exactly that in Berlekamp-Massey (zero syndromes ran twice as fast).
+The barrier is an empty inline-assembly statement whose result the optimiser must treat as
+unknown; it costs no instruction.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic, overload
 
 from .._compile_cache import JIT_CACHE
+
+
+@intrinsic
+def _opaque_i64(typingctx, x):
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64)])
+        return builder.asm(fnty, "", "=r,0", [args[0]], side_effect=False)
+    return types.int64(types.int64), codegen
+
+
+def secret_mask(x):
+    """``x`` unchanged (identity in Python); compiled, an int64 the optimiser knows nothing
+    about, so a mask made from a secret bit stays a mask."""
+    return x
+
+
+@overload(secret_mask, inline="always")
+def _secret_mask_compiled(x):
+    def impl(x):
+        return _opaque_i64(np.int64(x))
+    return impl
+
+
+@njit(cache=JIT_CACHE, inline="always")
+def bit_mask(x, k):
+    """-1 if bit k of x is set else 0, through the barrier (x may be secret)."""
+    return secret_mask(-((x >> k) & 1))
 
 
 @njit(cache=JIT_CACHE)
@@ -22,9 +58,9 @@ def gf_mul(a, b, m, fpoly):
     """a * b in GF(2^m) modulo the field polynomial ``fpoly`` (bits, with z^m). a, b may be secret."""
     r = 0
     for i in range(m):
-        r ^= (a << i) * ((b >> i) & 1)
+        r ^= (a << i) & bit_mask(b, i)
     for i in range(2 * m - 2, m - 1, -1):
-        r ^= (fpoly << (i - m)) * ((r >> i) & 1)
+        r ^= (fpoly << (i - m)) & bit_mask(r, i)
     return r
 
 
@@ -40,7 +76,7 @@ def gf_inv(a, m, fpoly):
 @njit(cache=JIT_CACHE)
 def _nonzero_mask(x):
     # -1 if x != 0 else 0, for 0 <= x < 2^62, without a branch
-    return ~((x - 1) >> 63)
+    return secret_mask(~((x - 1) >> 63))
 
 
 @njit(cache=JIT_CACHE)
@@ -60,27 +96,11 @@ def gf_scale(src, a, m, fpoly):
     """[a * x for x in src]: one secret scalar times a vector of (secret) field elements."""
     out = np.zeros(src.shape[0], dtype=np.int64)
     for b in range(m):
-        mask = -((a >> b) & 1)
+        mask = bit_mask(a, b)
         for c in range(src.shape[0]):
             out[c] ^= (src[c] << b) & mask
     gf_reduce_all(out, m, fpoly)
     return out
-
-
-@njit(cache=JIT_CACHE)
-def gf_dot(x, y, m, fpoly):
-    """sum_i x[i] * y[i] over GF(2^m) (equal lengths; values may be secret): carry-less products
-    summed first, one reduction at the end."""
-    acc = np.zeros(x.shape[0], dtype=np.int64)
-    for b in range(m):
-        for c in range(x.shape[0]):
-            acc[c] ^= (x[c] << b) & -((y[c] >> b) & 1)
-    total = 0
-    for c in range(x.shape[0]):
-        total ^= acc[c]
-    for i in range(2 * m - 2, m - 1, -1):
-        total ^= (fpoly << (i - m)) & -((total >> i) & 1)
-    return total
 
 
 @njit(cache=JIT_CACHE)
@@ -98,14 +118,15 @@ def poly_mulmod(a, b, m, fpoly, taps, const_z):
     prod = np.zeros(2 * t - 1, dtype=np.int64)
     for i in range(t):
         for k in range(m):
-            mask = -((a[i] >> k) & 1)
+            mask = bit_mask(a[i], k)
             for j in range(t):
                 prod[i + j] ^= shifted[k, j] & mask
     gf_reduce_all(prod, m, fpoly)
+    z = np.int64(2)          # an int64, not a literal: gf_mul then compiles once for all callers
     for i in range(2 * t - 2, t - 1, -1):
         for tap in taps:
             if tap == 0 and const_z:
-                prod[i - t] ^= gf_mul(prod[i], 2, m, fpoly)
+                prod[i - t] ^= gf_mul(prod[i], z, m, fpoly)
             else:
                 prod[i - t + tap] ^= prod[i]
     return prod[:t].copy()
@@ -136,27 +157,18 @@ def genpoly(f, m, fpoly, taps, const_z):
                 A[j, c] ^= A[k, c] & mask
         if A[j, j] == 0:
             return 0, np.zeros(t, dtype=np.int64)
-        A[j, j:] = gf_scale(A[j, j:], gf_inv(A[j, j], m, fpoly), m, fpoly)
+        row = gf_scale(A[j, j:], gf_inv(A[j, j], m, fpoly), m, fpoly)
+        for c in range(j, t + 1):
+            A[j, c] = row[c - j]
         for k in range(t):
             if k != j:
-                A[k, j:] ^= gf_scale(A[j, j:], A[k, j], m, fpoly)
+                row = gf_scale(A[j, j:], A[k, j], m, fpoly)
+                for c in range(j, t + 1):
+                    A[k, c] ^= row[c - j]
     g = np.empty(t, dtype=np.int64)
     for k in range(t):
         g[k] = A[k, t]
     return 1, g
-
-
-@njit(cache=JIT_CACHE)
-def gf_lincomb(x, a, y, b, m, fpoly):
-    """[a * x_i + b * y_i]: two scalars times two vectors (all may be secret), one reduction."""
-    out = np.zeros(x.shape[0], dtype=np.int64)
-    for k in range(m):
-        ma = -((a >> k) & 1)
-        mb = -((b >> k) & 1)
-        for c in range(x.shape[0]):
-            out[c] ^= ((x[c] << k) & ma) ^ ((y[c] << k) & mb)
-    gf_reduce_all(out, m, fpoly)
-    return out
 
 
 @njit(cache=JIT_CACHE)
@@ -167,36 +179,94 @@ def berlekamp_massey(s, t, m, fpoly):
     Inversion-free form: C <- b C - d x B, so C is the usual connection polynomial times a
     nonzero constant, which leaves its roots alone. Constant time: fixed loop bounds (N, t are
     public), every update is a masked select.
+
+    C and B are kept two coefficients to a word (C[2i] in the low 32 bits, C[2i + 1] in the
+    high ones): a carry-less product of two field elements has under 32 bits, so every masked
+    shift and every reduction fold works on two coefficients at once.
     """
-    C = np.zeros(t + 1, dtype=np.int64)
-    B = np.zeros(t + 1, dtype=np.int64)
-    srev = np.zeros(t + 1, dtype=np.int64)
+    LO = 0xFFFFFFFF
+    lanes = 0x100000001                      # one bit at the bottom of each 32-bit lane
+    keep = ((1 << m) - 1) * lanes            # the reduced part of each lane; the rest folds back
+    words = (t + 3) >> 1                     # coefficients 0 .. t + 1 (t + 1 kept zero)
+    C = np.zeros(words, dtype=np.int64)
+    B = np.zeros(words, dtype=np.int64)
+    T = np.zeros(words, dtype=np.int64)
+    # sp[p, k, j]: -(bit k) of r[2j + p] (low lane) and of r[2j + p + 1] (high lane), where
+    # r[x] = s[2t - 1 - x] (zero for x >= 2t): the syndromes reversed, in both alignments
+    sp = np.zeros((2, m, t + 2), dtype=np.int64)
+    for p in range(2):
+        for k in range(m):
+            for j in range(t + 2):
+                for lane in range(2):
+                    x = 2 * j + p + lane
+                    if x < 2 * t:                # public
+                        bit = -((s[2 * t - 1 - x] >> k) & 1)
+                        sp[p, k, j] |= (bit & LO) if lane == 0 else (bit << 32)
+    # z^m = sum of the low terms of fpoly (at most four: 0, 1, 3, 4 for m = 13)
+    taps = np.zeros(4, dtype=np.int64)
+    tap_masks = np.zeros(4, dtype=np.int64)
+    n_taps = 0
+    for j in range(m):
+        if (fpoly >> j) & 1:                     # public
+            taps[n_taps] = j
+            tap_masks[n_taps] = -1
+            n_taps += 1
+    t0, t1, t2, t3 = taps[0], taps[1], taps[2], taps[3]
+    m0, m1, m2, m3 = tap_masks[0], tap_masks[1], tap_masks[2], tap_masks[3]
     C[0] = 1
-    B[1] = 1
+    B[0] = 1 << 32                           # x
     L = 0
     b = 1
     for N in range(2 * t):
-        # d = sum_{i <= min(N, t)} C[i] s[N - i]; srev holds those s values in C's order
-        lim = min(N, t) + 1                  # public
-        for i in range(lim):
-            srev[i] = s[N - i]
-        d = gf_dot(C[:lim], srev[:lim], m, fpoly)
+        # d = sum_{i <= min(N, t)} C[i] s[N - i], s[N - i] = r[2t - 1 - N + i]
+        lim = (min(N, t) + 2) >> 1           # public: words holding C[0 .. min(N, t)]
+        off = 2 * t - 1 - N
+        Cv = C[:lim]
+        dd = 0
+        for k in range(m):
+            Sv = sp[off & 1, k, off >> 1:(off >> 1) + lim]
+            acc = 0
+            for i in range(lim):
+                acc ^= Cv[i] & Sv[i]
+            dd ^= acc << k
+        d = (dd & LO) ^ (dd >> 32)
+        for i in range(2 * m - 2, m - 1, -1):
+            d ^= (fpoly << (i - m)) & bit_mask(d, i)
         upd = _nonzero_mask(d) & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
         # deg C <= N and deg B <= N + 1 here (public bounds), so b C + d B fits in N + 2 terms
-        lim2 = min(N + 2, t + 1)
-        Cn = gf_lincomb(C[:lim2], b, B[:lim2], d, m, fpoly)
-        for i in range(t + 1):
-            B[i] = (B[i] & ~upd) | (C[i] & upd)
+        lim2 = (min(N + 2, t + 1) + 2) >> 1
+        Cw = C[:lim2]
+        Bw = B[:lim2]
+        Tw = T[:lim2]
         for i in range(lim2):
-            C[i] = Cn[i]
+            Tw[i] = 0
+        for k in range(m):
+            mb = bit_mask(b, k)
+            md = bit_mask(d, k)
+            for i in range(lim2):
+                Tw[i] ^= ((Cw[i] & mb) ^ (Bw[i] & md)) << k
+        for _ in range(2):                   # two folds bring every lane below z^m
+            for i in range(lim2):
+                h = (Tw[i] & ~keep) >> m
+                Tw[i] = ((Tw[i] & keep) ^ ((h << t0) & m0) ^ ((h << t1) & m1)
+                         ^ ((h << t2) & m2) ^ ((h << t3) & m3))
+        # B <- x (C if upd else B): one coefficient up, across the lanes; C <- T
+        carry = 0
+        for i in range(words):
+            v = (B[i] & ~upd) | (C[i] & upd)
+            B[i] = ((v & LO) << 32) | carry
+            carry = (v >> 32) & LO
+        if (t + 1) & 1:                      # public: clear coefficient t + 1
+            B[(t + 1) >> 1] &= LO
+        else:
+            B[(t + 1) >> 1] = 0
+        for i in range(lim2):
+            C[i] = Tw[i]
         L = (L & ~upd) | ((N + 1 - L) & upd)
         b = (b & ~upd) | (d & upd)
-        for i in range(t, 0, -1):
-            B[i] = B[i - 1]
-        B[0] = 0
     out = np.empty(t + 1, dtype=np.int64)
     for i in range(t + 1):
-        out[i] = C[t - i]
+        out[t - i] = (C[i >> 1] >> (32 * (i & 1))) & LO
     return out
 
 
@@ -229,7 +299,9 @@ def vec_times_z_table(L, m, taps):
     selected by the bits of the other factor, with no reduction left to do."""
     W = L.shape[1]
     T = np.empty((m, m, W), dtype=np.int64)
-    T[0] = L
+    for k in range(m):
+        for w in range(W):
+            T[0, k, w] = L[k, w]
     for l in range(1, m):
         # times z: planes move up one, the top plane folds back through z^m = sum z^tap
         for k in range(m - 1, 0, -1):
@@ -272,7 +344,7 @@ def vec_add_scalar(a, c, m):
     """a += c for a scalar c in every element (c may be secret: mask per plane)."""
     W = a.shape[1]
     for k in range(m):
-        mask = -((c >> k) & 1)
+        mask = bit_mask(c, k)
         for w in range(W):
             a[k, w] ^= mask
 
@@ -327,7 +399,9 @@ def vec_inv(a, m, taps):
     # chain of j with known a^(2^j - 1), ending at m - 1
     chain = np.array([1, 2, 3, 6, 12]) if m == 13 else np.array([1, 2, 3, 5, 10, 11])
     known = np.empty((chain.shape[0], m, W), dtype=np.int64)
-    known[0] = a
+    for k in range(m):
+        for w in range(W):
+            known[0, k, w] = a[k, w]
     x = np.empty((m, W), dtype=np.int64)
     for c in range(1, chain.shape[0]):
         j = chain[c]
@@ -338,7 +412,9 @@ def vec_inv(a, m, taps):
         for e in range(c):
             if chain[e] == jj:
                 src = e
-        x[:] = known[c - 1]
+        for k in range(m):
+            for w in range(W):
+                x[k, w] = known[c - 1, k, w]
         for _ in range(jj):
             vec_square(x, x, m, taps)
         vec_mul(known[c], x, known[src], m, taps)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .gf import vec_eval_table, vec_inv, vec_mul_table, vec_times_z_table
+from .gf import bit_mask, secret_mask, vec_eval_table, vec_inv, vec_mul_table, vec_times_z_table
 from .._compile_cache import JIT_CACHE
 
 
@@ -52,13 +52,13 @@ def eliminate_rows(mat, r0, r1, wend):
         # columns left of word wi hold only earlier pivots, already cleared in rows >= r
         pivot = mat[r, wi:wend]
         for k in range(r + 1, rows):
-            _add_masked(pivot, mat[k, wi:wend], ((pivot[0] >> bi) & 1) - 1)
+            _add_masked(pivot, mat[k, wi:wend], ~bit_mask(pivot[0], bi))
         if ((pivot[0] >> bi) & 1) == 0:
             return 0
         for k in range(rows):
             if k != r:
                 row = mat[k, wi:wend]
-                _add_masked(row, pivot, -((row[0] >> bi) & 1))
+                _add_masked(row, pivot, bit_mask(row[0], bi))
     return 1
 
 
@@ -95,7 +95,9 @@ def _put64(mat, i, c0, v):
 
 @njit(cache=JIT_CACHE)
 def _eq_mask(a, b):
-    # -1 when a == b else 0, for small non-negative ints, without a branch
+    # -1 when a == b else 0, for small non-negative ints, without a branch. No barrier here, so
+    # that loops over it vectorise: callers pass a secret operand through secret_mask first,
+    # which hides its value from the optimiser
     return ((a ^ b) - 1) >> 63
 
 
@@ -137,14 +139,13 @@ def move_pivot_columns(mat, pi, mt):
         ctz[i] = s
         pivots |= np.int64(1) << s
         for j in range(i + 1, 32):
-            mask = ((buf[i] >> s) & 1) - 1
-            buf[i] ^= buf[j] & mask
+            buf[i] ^= buf[j] & ~bit_mask(buf[i], s)
         for j in range(i + 1, 32):
-            mask = -((buf[j] >> s) & 1)
-            buf[j] ^= buf[i] & mask
+            buf[j] ^= buf[i] & bit_mask(buf[j], s)
     for j in range(32):
+        cj = secret_mask(ctz[j])
         for k in range(j + 1, 64):
-            same = _eq_mask(k, ctz[j])
+            same = _eq_mask(k, cj)
             d = (pi[row + j] ^ pi[row + k]) & same
             pi[row + j] ^= d
             pi[row + k] ^= d
@@ -212,7 +213,7 @@ def weight_vector(ind, nbytes):
     t = ind.shape[0]
     for j in range(t):
         bit = np.int64(1) << (ind[j] & 63)
-        hi = ind[j] >> 6
+        hi = secret_mask(ind[j] >> 6)
         for w in range(nw):
             words[w] |= bit & _eq_mask(hi, w)
     return words.view(np.uint8)[:nbytes].copy()
@@ -264,3 +265,26 @@ def syndrome_from_public_key(pk, pk64, e, mt, row_bytes):
         bit = (acc ^ (np.int64(e[i >> 3]) >> (i & 7))) & 1
         s[i >> 3] |= np.uint8(bit << (i & 7))
     return s
+
+
+@njit(cache=JIT_CACHE)
+def encap_preimage(buf, pk, pk64, n, t, m, mt, row_bytes):
+    """Encapsulation's compiled part: (ok, 1 | e | C), the hash input of the shared secret, with
+    e from FixedWeight's random bytes buf and C = H e (pk and pk64 as for
+    syndrome_from_public_key). ok = 0 asks for fresh bytes (the submission's public rejection
+    loop). Secret: buf and e.
+    """
+    nb = n >> 3
+    sb = (mt + 7) >> 3
+    out = np.empty(1 + nb + sb, dtype=np.uint8)
+    ok, ind = fixed_weight_indices(buf, n, t, m)
+    if ok == 0:
+        return 0, out
+    e = weight_vector(ind, nb)
+    C = syndrome_from_public_key(pk, pk64, e, mt, row_bytes)
+    out[0] = 1
+    for i in range(nb):
+        out[1 + i] = e[i]
+    for i in range(sb):
+        out[1 + nb + i] = C[i]
+    return 1, out

@@ -9,6 +9,7 @@ of the Benes network ((2m - 1) 2^(m-4)) | s (n/8).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -69,7 +70,16 @@ class Params:
 
     @property
     def field_taps_array(self) -> np.ndarray:
-        return np.array(self.field_taps, dtype=np.int64)
+        return _taps_array(self.field_taps)
+
+
+@lru_cache(maxsize=None)
+def _taps_array(taps: tuple) -> np.ndarray:
+    # read-only and shared, the same array type as the module constants the FFT kernels use,
+    # so that a kernel taking taps compiles once for both kinds of caller
+    out = np.array(taps, dtype=np.int64)
+    out.setflags(write=False)
+    return out
 
 
 _F12 = (3, 0)           # z^12 + z^3 + 1

@@ -22,14 +22,14 @@ from ..symmetric import shake256
 from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
 from .decode import decap_preimage
 from .fft import fft_constants, fft_size
-from .gf import field_poly, genpoly, vec_from_scalars
-from .matrix import (eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key, parity_check_matrix,
-                     syndrome_from_public_key, weight_vector)
+from .gf import field_poly, genpoly, vec_from_scalars, vec_mul, vec_square
+from .matrix import (encap_preimage, eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key,
+                     parity_check_matrix)
 from .params import Params
 
 _ALL_PIVOTS = 0xFFFFFFFF     # c for the plain sets: the first mt columns are the pivots
 
-COMPILE_SECONDS = {"keygen": 20, "public key": 20, "encapsulation": 2, "decapsulation": 20}
+COMPILE_SECONDS = {"keygen": 10, "public key": 6, "encapsulation": 2, "decapsulation": 8}
 """Rough first-compile time of each path on a 2-core x86-64 machine, for the notice."""
 
 
@@ -158,8 +158,7 @@ def check_private_key(p: Params, sk) -> bytes:
     pivots = int.from_bytes(sk[32:40], "little")
     if (pivots != _ALL_PIVOTS) if not p.semi_systematic else (bin(pivots).count("1") != 32):
         raise InvalidKey(f"{p.name} private key has an invalid pivot field")
-    coeffs = np.frombuffer(sk, dtype="<u2", count=p.t, offset=40)
-    if np.any(coeffs >> p.m):
+    if int(np.frombuffer(sk, dtype="<u2", count=p.t, offset=40).max()) >> p.m:
         raise InvalidKey(f"{p.name} private key has an invalid Goppa polynomial encoding")
     return sk
 
@@ -172,9 +171,10 @@ def check_ciphertext(p: Params, ct) -> bytes:
 
 
 def _sk_parts(p: Params, sk: bytes):
-    g = _le16(sk[40:40 + 2 * p.t], p.t, p.q - 1)
+    # of a checked key: g's coefficients are below 2^m; the copy aligns the control words
+    g = np.frombuffer(sk, dtype="<u2", count=p.t, offset=40).astype(np.int64)
     off = 40 + p.irr_bytes
-    cond = np.frombuffer(sk[off:off + p.cond_bytes], dtype=np.uint8).copy().view(np.int64)
+    cond = np.frombuffer(sk, dtype=np.int64, count=p.cond_bytes // 8, offset=off).copy()
     s = np.frombuffer(sk, dtype=np.uint8, count=p.n // 8, offset=off + p.cond_bytes)
     return g, cond, s
 
@@ -194,26 +194,34 @@ def public_key_from_private(p: Params, sk: bytes) -> bytes:
 
 # -- encapsulation --------------------------------------------------------------------------
 
+def _weight_bytes(p: Params, rng) -> np.ndarray:
+    # FixedWeight's random bytes: 2t words, or 4t when n < 2^m (the first t below n are kept)
+    draw = 2 * (p.t if p.n == p.q else 2 * p.t)
+    return np.frombuffer(require_bytes(rng(draw), "random bytes", draw), dtype=np.uint8)
+
+
 def fixed_weight(p: Params, rng) -> np.ndarray:
     """t distinct positions below n, sampled as the submission does: 2-byte words masked to m
     bits; when n < 2^m draw 2t words and keep the first t below n; retry on a shortfall or a
     repeat."""
-    draw = 2 * (p.t if p.n == p.q else 2 * p.t)
     while True:
-        buf = np.frombuffer(require_bytes(rng(draw), "random bytes", draw), dtype=np.uint8)
-        ok, ind = fixed_weight_indices(buf, p.n, p.t, p.m)
+        ok, ind = fixed_weight_indices(_weight_bytes(p, rng), p.n, p.t, p.m)
         if ok:
             return ind
 
 
 @_compiling("encapsulation")
 def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
-    """(ciphertext, shared secret) for public key pk."""
+    """(ciphertext, shared secret) for public key pk: FixedWeight, the syndrome and the hash
+    input 1 | e | C in one compiled call per draw of random bytes."""
     pk = check_public_key(p, pk)
-    e = weight_vector(fixed_weight(p, _rng(rng)), p.n // 8)
+    rng = _rng(rng)
+    rows = np.frombuffer(pk, dtype=np.uint8)
     words = np.frombuffer(pk, dtype=np.int64, count=len(pk) // 8)
-    C = syndrome_from_public_key(np.frombuffer(pk, dtype=np.uint8), words, e, p.mt, p.pk_row_bytes).tobytes()
-    return C, shake256(b"\x01" + e.tobytes() + C, 32)
+    while True:
+        ok, pre = encap_preimage(_weight_bytes(p, rng), rows, words, p.n, p.t, p.m, p.mt, p.pk_row_bytes)
+        if ok:
+            return pre[1 + p.n // 8:].tobytes(), shake256(pre.tobytes(), 32)
 
 
 # -- decapsulation --------------------------------------------------------------------------
@@ -224,8 +232,33 @@ def decapsulate(p: Params, sk, ct) -> bytes:
     sk = check_private_key(p, sk)
     ct = check_ciphertext(p, ct)
     g, cond, s = _sk_parts(p, sk)
-    fpoly = field_poly(p)
-    pre = decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, p.m, p.n, p.t, fpoly,
-                         p.field_taps_array, *fft_constants(p.m, fft_size(p.t), fpoly),
-                         *fft_constants(p.m, fft_size(2 * p.t - 1), fpoly))
+    consts = _DECODING.get(p.name) or decoding_constants(p)
+    pre = decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, p.m, p.n, p.t, *consts)
     return shake256(pre.tobytes(), 32)
+
+
+_DECODING: dict = {}
+
+
+def decoding_constants(p: Params) -> tuple:
+    """decap_preimage's public arguments after m, n, t: the field polynomial, its taps, the FFT
+    constants for degree below t, x^t at every field element and the FFT constants for power sums
+    up to 2t - 1 (computed once per set, kept by name: hashing the Params dataclass on every call
+    costs a microsecond)."""
+    if p.name not in _DECODING:
+        fpoly = field_poly(p)
+        taps = p.field_taps_array
+        # x^t at every field element in the FFT's order (entry x is the point bitrev(x)), by
+        # square-and-multiply on the bitsliced points
+        xt, power, e = None, bitrev_planes(p.m), p.t        # power: x^(2^i) for bit i of e
+        while e:
+            if e & 1:
+                if xt is None:
+                    xt = power.copy()
+                else:
+                    vec_mul(xt, xt, power, p.m, taps)
+            vec_square(power, power, p.m, taps)
+            e >>= 1
+        _DECODING[p.name] = (fpoly, taps, *fft_constants(p.m, fft_size(p.t - 1), fpoly), xt,
+                             *fft_constants(p.m, fft_size(2 * p.t - 1), fpoly))
+    return _DECODING[p.name]
