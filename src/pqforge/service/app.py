@@ -494,19 +494,19 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         who.require_token()                     # any valid token may read a public key
         return JSONResponse(_key_info(await run_in_threadpool(service.keys.record, key_id, True)))
 
+    async def change_state(key_id: str, state: str, who: Principal) -> JSONResponse:
+        who.require("admin")
+        record = await run_in_threadpool(service.keys.set_state, key_id, state)
+        log.info("key %s %s by token %s", key_id, state, who.token_id)
+        return JSONResponse(_key_info(record))
+
     @app.post("/v1/keys/{key_id}/disable", response_model=models.KeyInfo, tags=["keys"])
     async def disable_key(key_id: str, who: Principal = Depends(principal)):
-        who.require("admin")
-        record = await run_in_threadpool(service.keys.set_state, key_id, "disabled")
-        log.info("key %s disabled by token %s", key_id, who.token_id)
-        return JSONResponse(_key_info(record))
+        return await change_state(key_id, "disabled", who)
 
     @app.delete("/v1/keys/{key_id}", response_model=models.KeyInfo, tags=["keys"])
     async def destroy_key(key_id: str, who: Principal = Depends(principal)):
-        who.require("admin")
-        record = await run_in_threadpool(service.keys.set_state, key_id, "destroyed")
-        log.info("key %s destroyed by token %s", key_id, who.token_id)
-        return JSONResponse(_key_info(record))
+        return await change_state(key_id, "destroyed", who)
 
     # --- signatures --------------------------------------------------------------------------
     @app.post("/v1/keys/{key_id}/sign", response_model=models.Signature, tags=["signatures"])
