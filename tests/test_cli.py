@@ -394,3 +394,10 @@ def test_a_key_file_without_checksum_is_used_with_a_warning(alice):
     warnings_ = [ln for ln in r.stderr.splitlines() if "warning" in ln]
     assert len(warnings_) == 1 and "no checksum" in warnings_[0]
     assert run("verify", "--key", str(d / "alice.pk"), str(d / "m"), str(d / "m.sig")).returncode == 0
+
+
+def test_library_warnings_carry_one_prefix_on_the_command_line(capsys):
+    from pqforge import cli
+    cli._show_warning(RuntimeWarning("pqforge: PQFORGE_KERNELS='portabel' is not 'auto' or 'portable'"),
+                      RuntimeWarning, "x.py", 1)
+    assert capsys.readouterr().err == "pqforge: warning: PQFORGE_KERNELS='portabel' is not 'auto' or 'portable'\n"

@@ -370,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: Any = None, line: str | None = None) -> None:
-    print(f"pqforge: warning: {message}", file=sys.stderr)
+    # the library's own warnings start with "pqforge: " for its Python users; one prefix here
+    print(f"pqforge: warning: {str(message).removeprefix('pqforge: ')}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
