@@ -25,6 +25,9 @@ def _python_globals():
             if isinstance(value, CPUDispatcher):
                 saved.append((module, name, value))
                 setattr(module, name, value.py_func)
+            elif getattr(value, "unit", None) is not None:     # a call through a unit: the kernel's twin
+                saved.append((module, name, value))
+                setattr(module, name, lambda address, *args, kernel=value.unit.kernel: kernel.py_func(*args))
     try:
         yield
     finally:

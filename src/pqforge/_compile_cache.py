@@ -113,13 +113,15 @@ _lock = threading.RLock()     # reentrant: a first call may make the first call 
 Operation = TypeVar("Operation", bound=Callable[..., Any])
 
 
-def compiling(path: str, seconds: float, kernels: Callable[[Any], str]) -> Callable[[Operation], Operation]:
+def compiling(path: str, seconds: float, kernels: Callable[[Any], str],
+              prefetch: Callable[[], None] | None = None) -> Callable[[Operation], Operation]:
     """Decorator for an operation ``fn(params, ...)`` whose first call in a process may compile
     the kernels of ``path``: that call prints "pqforge: compiling MAYO-2 sign kernels for this
     CPU, once, about N s" on stderr unless the marker ``kernels(params)`` says the cache holds
     them, and writes that marker when it returns. The marker names what was compiled: kernels
     shared by every parameter set of a scheme have one marker, kernels specialised per size one
-    each. Later calls pay one set lookup."""
+    each. With the notice, ``prefetch`` (if given) may start compiling, elsewhere, what the next
+    operations will need (``pqforge._units.prefetch``). Later calls pay one set lookup."""
     def wrap(fn: Operation) -> Operation:
         @functools.wraps(fn)
         def call(params: Any, *args: Any, **kwargs: Any) -> Any:
@@ -132,6 +134,8 @@ def compiling(path: str, seconds: float, kernels: Callable[[Any], str]) -> Calla
                         once = "once" if JIT_CACHE else "uncached"
                         print(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
                               f"about {seconds:.0f} s", file=sys.stderr, flush=True)
+                        if prefetch is not None:
+                            prefetch()
                     result = fn(params, *args, **kwargs)
                     mark_compiled(key)
                     _seen.add(key)

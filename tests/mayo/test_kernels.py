@@ -281,15 +281,15 @@ def test_quadratic_pairs_and_public_evaluation():
     for fn in (mk.evaluate_public, pure(mk.evaluate_public)):
         for P, encoded_form in ((Pn, True), (Pp, False)):
             y = np.zeros(m, np.uint8)
-            fn(S, P, encoded_form, np.array(tail, np.int64), y)
+            fn(S, P, encoded_form, np.array(tail, np.int64), y, mk.verify_units())
             assert np.array_equal(y, y_ref)
     for fn in (mk.evaluate_public_sized, pure(mk.evaluate_public_sized)):   # size and form as types
         for P, nibbles in ((Pn, (0,)), (Pp, ())):
             y = np.ones(m, np.uint8)                                          # overwritten
-            fn(S, P, (0,), nibbles, np.array(tail, np.int64), y)
+            fn(S, P, (0,), nibbles, np.array(tail, np.int64), y, mk.verify_units())
             assert np.array_equal(y, y_ref)
     with pytest.raises(ValueError, match="4 \\* len\\(limbs\\) words"):   # P's size is checked against limbs
-        mk.evaluate_public_sized(S, Pp, (0, 0), (), np.array(tail, np.int64), np.zeros(m, np.uint8))
+        mk.evaluate_public_sized(S, Pp, (0, 0), (), np.array(tail, np.int64), np.zeros(m, np.uint8), mk.verify_units())
 
 
 @pytest.mark.parametrize("limbs", [1, 2, 3, 4])
@@ -322,8 +322,8 @@ def test_sign_attempt_solves_the_whipped_system():
     V, r, t = elements(k, v), elements(k * o), elements(m)
     f = np.array(tail, np.int64)
     x_c, x_p = np.zeros(k * o, np.uint8), np.zeros(k * o, np.uint8)
-    ok_c = mk.sign_attempt(V, r, P1, L, t, f, x_c)
-    ok_p = pure(mk.sign_attempt)(V, r, P1, L, t, f, x_p)
+    ok_c = mk.sign_attempt(V, r, P1, L, t, f, x_c, mk.units())
+    ok_p = pure(mk.sign_attempt)(V, r, P1, L, t, f, x_p, mk.units())
     assert ok_c and ok_p and np.array_equal(x_c, x_p)   # a random 64 x 68 system has full rank
     # the same system built independently: A x must equal t - y(V)
     U = np.zeros((k, k, 4), np.uint64)

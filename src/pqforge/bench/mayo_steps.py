@@ -89,7 +89,7 @@ def steps(p: MayoParams) -> dict:
             "GFNI: sign v^T L, v^T P1 v": _cpu_us(lambda: gfni_kernels.sign_products(
                 V, esk.slots, o, limbs, np.zeros(k * o * W, np.uint64), np.zeros(k * k * W, np.uint64))),
             "GFNI: verify P*(s)": _cpu_us(lambda: gfni_kernels.evaluate_public(
-                s, epk.encoded, v, limbs, f_tail, np.zeros(m, np.uint8))),
+                s, epk.encoded, v, limbs, f_tail, np.zeros(m, np.uint8), kernels.verify_units())),
         })
     return out
 

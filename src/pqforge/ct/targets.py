@@ -193,13 +193,13 @@ def _mayo_kernel_targets():
     def attempt(p, rng, fixed):            # one signing attempt: everything secret
         ko = p.k * p.o
         return (_el(rng, p.k, p.v), _el(rng, ko), packed(rng, p, p.v), _mvecs(rng, p, p.v, p.o), _el(rng, p.m),
-                np.array(p.f_tail, np.int64), np.zeros(ko, np.uint8))
+                np.array(p.f_tail, np.int64), np.zeros(ko, np.uint8), mk.units())
 
     def evaluate(p, rng, fixed):           # verification's P*(s) on P's byte encoding: public
         entries = _el(rng, p.n * (p.n + 1) // 2, p.m)
         P = np.zeros((entries.shape[0], p.words), np.uint64)
         P.view(np.uint8)[:, :p.m_bytes] = entries[:, 0::2] | (entries[:, 1::2] << 4)
-        return (_el(rng, p.k, p.n), P, True, np.array(p.f_tail, np.int64), np.zeros(p.m, np.uint8))
+        return (_el(rng, p.k, p.n), P, True, np.array(p.f_tail, np.int64), np.zeros(p.m, np.uint8), mk.verify_units())
 
     return _existing([
         Target("mayo-sign-attempt", "one whole signing attempt in compiled code: products, whipping, "
@@ -256,6 +256,7 @@ def _mayo_gfni_targets():
     if not gfni.cpu_has_gfni():
         return []
     from ..mayo import gfni_kernels as gn
+    from ..mayo.kernels import units
     algs = dict(algs=MAYO_ALGS, params_for=_mayo_params)
 
     def slots(p, rng):                     # P1 || P2 in their slots, as the keystream gives them (public)
@@ -280,7 +281,7 @@ def _mayo_gfni_targets():
 
     def attempt(p, rng, fixed):            # one signing attempt: everything secret
         return (_el(rng, p.k, p.v), _el(rng, p.k * p.o), slots(p, rng), p.o, _el(rng, p.m),
-                np.array(p.f_tail, np.int64), (0,) * p.limbs, np.zeros(p.k * p.o, np.uint8))
+                np.array(p.f_tail, np.int64), (0,) * p.limbs, np.zeros(p.k * p.o, np.uint8), units())
 
     return _existing([
         Target("mayo-gfni-sign-attempt", "one whole signing attempt from P1 || L on the encoding (all "

@@ -66,6 +66,10 @@ class TwinBuilder:
         self._memo: dict[int, types.FunctionType] = {}
 
     def twin(self, fn) -> Callable:
+        unit = getattr(fn, "unit", None)
+        if unit is not None:            # a call through a separately compiled unit (``pqforge._units``)
+            kernel = self.twin(unit.kernel)
+            return lambda address, *args: kernel(*args)
         base = fn.py_func if _is_compiled(fn) else fn
         if not isinstance(base, types.FunctionType):
             return fn
@@ -80,7 +84,7 @@ class TwinBuilder:
             if name not in g:
                 continue
             value = g[name]
-            if _is_compiled(value):
+            if _is_compiled(value) or getattr(value, "unit", None) is not None:
                 g[name] = self.twin(value)
             elif self.wrap_globals is not None:
                 g[name] = self.wrap_globals(name, value)

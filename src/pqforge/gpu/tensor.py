@@ -349,7 +349,7 @@ def sign_chunk(p, esk, prepared: PreparedSecretKey, messages, randomness, thread
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def _finish_chunk(Mw, Uw, T, R, V, O, f_tail, n, S, ok):
+def _finish_chunk(Mw, Uw, T, R, V, O, f_tail, n, S, ok, units):
     """Per element: the whip (y = t - sum z^ell u, and A), SampleSolution and s = (v + O x, x).
 
     ok[b]: the public rank bit. Secret: everything else; it passes only through the
@@ -358,7 +358,7 @@ def _finish_chunk(Mw, Uw, T, R, V, O, f_tail, n, S, ok):
     B, k, o = Mw.shape[0], Mw.shape[1], Mw.shape[2]
     x = np.zeros(k * o, np.uint8)
     for b in range(B):
-        ok[b] = kernels.whip_and_solve(Uw[b], Mw[b], T[b], R[b], f_tail, x)
+        ok[b] = kernels.whip_and_solve(Uw[b], Mw[b], T[b], R[b], f_tail, x, units)
         kernels.assemble_signature(V[b], O, x, n, S[b])
 
 
@@ -377,9 +377,11 @@ class _SignChunk:
     def start(self) -> "_SignChunk":
         f_tail = np.array(self.p.f_tail, np.int64)
         Mw, Uw, T, R, V, S, ok, O = self.Mw, self.Uw, self.T, self.R, self.V, self.S, self.ok, self.esk.O
+        units = kernels.units()
 
         def work(lo, hi):
-            _finish_chunk(Mw[lo:hi], Uw[lo:hi], T[lo:hi], R[lo:hi], V[lo:hi], O, f_tail, self.p.n, S[lo:hi], ok[lo:hi])
+            _finish_chunk(Mw[lo:hi], Uw[lo:hi], T[lo:hi], R[lo:hi], V[lo:hi], O, f_tail, self.p.n, S[lo:hi], ok[lo:hi],
+                          units)
 
         self.parts = pool.start_chunks(work, len(self.messages), self.threads)
         return self

@@ -15,7 +15,7 @@ from ..engine import pool
 from ..engine.backends import SignatureBackend
 from ..gf16 import gfni
 from ..symmetric import aes128_ctr_into
-from . import api, batch_data, batch_kernels, scheme
+from . import api, batch_data, batch_kernels, kernels, scheme
 from .params import MayoParams
 
 FRESH_KEY_BYTES = 4 << 20
@@ -59,9 +59,10 @@ def verify_loop(p: MayoParams, key, data, offsets, rows, res) -> None:
     f_tail = np.array(p.f_tail, np.int64)
     if key[1] is None:
         batch_kernels.verify_chunk_encoded(key[0], p.v, (0,) * p.limbs, data, offsets, rows, f_tail,
-                                           p.k, p.n, p.m, p.digest_bytes, res)
+                                           p.k, p.n, p.m, p.digest_bytes, res, kernels.verify_units())
     else:
-        batch_kernels.verify_chunk(key[0], key[1], data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res)
+        batch_kernels.verify_chunk(key[0], key[1], data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res,
+                                   kernels.verify_units())
 
 
 def sign_loop(p: MayoParams, esk: scheme.ExpandedSecretKey, V, R, T, S, ok) -> None:
@@ -69,9 +70,10 @@ def sign_loop(p: MayoParams, esk: scheme.ExpandedSecretKey, V, R, T, S, ok) -> N
     the key's encoding with the GFNI kernels where they run."""
     f_tail = np.array(p.f_tail, np.int64)
     if gfni.ACTIVE and esk.slots is not None:
-        batch_kernels.sign_chunk_encoded(esk.O, esk.slots, V, R, T, f_tail, p.n, (0,) * p.limbs, S, ok)
+        batch_kernels.sign_chunk_encoded(esk.O, esk.slots, V, R, T, f_tail, p.n, (0,) * p.limbs, S, ok,
+                                         kernels.units())
     else:
-        batch_kernels.sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok)
+        batch_kernels.sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok, kernels.units())
 
 
 def _verify_one_key(p: MayoParams, epk: scheme.ExpandedPublicKey, messages, sigs, out, index, threads):
@@ -112,13 +114,14 @@ def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
             epks[:, :p12] = flat[:len(part) * p12].reshape(len(part), p12)
             epks[:, p12:p.epk_bytes] = P3
             batch_kernels.verify_fresh_keys_encoded(epks, p.v, (0,) * p.limbs, np.array(first, np.int64), data,
-                                                    offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res)
+                                                    offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res,
+                                                    kernels.verify_units())
         else:
             slots = np.zeros((p.n * (p.n + 1) // 2, p.words), np.uint64)
             batch_kernels.verify_fresh_keys(flat[:len(part) * p12].reshape(len(part), -1, mb),
                                             P3.reshape(len(part), -1, mb), to_p12, to_p3, np.array(first, np.int64),
                                             data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes,
-                                            slots, slots.view(np.uint8), res)
+                                            slots, slots.view(np.uint8), res, kernels.verify_units())
         out[idx] = res
 
     pool.run_chunks(work, len(groups), threads, _keys_per_chunk(p))
@@ -167,10 +170,11 @@ def _sign_fresh_keys(p: MayoParams, groups, messages, randomness, out, threads):
         if gfni.ACTIVE:
             _, slots, _, O = batch_data.seed_slots(p, seeds)
             batch_kernels.sign_fresh_keys_encoded(slots, O, np.array(first, np.int64), V, R, T, f_tail, p.n,
-                                                  (0,) * p.limbs, S, ok)
+                                                  (0,) * p.limbs, S, ok, kernels.units())
         else:
             _, streams, O = batch_data.seed_streams(p, seeds)
-            batch_kernels.sign_fresh_keys(streams, O, np.array(first, np.int64), V, R, T, f_tail, p.n, p.m, S, ok)
+            batch_kernels.sign_fresh_keys(streams, O, np.array(first, np.int64), V, R, T, f_tail, p.n, p.m, S, ok,
+                                          kernels.units())
         batch_data.finish_signatures(p, idx, S, ok, salts, messages, randomness, out,
                                      lambda row: scheme.expand_sk(p, seeds[key_of[row]]))
 

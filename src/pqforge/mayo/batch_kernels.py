@@ -5,7 +5,8 @@ Each loop runs its chunk through the per-instance cores of ``kernels.py`` (``eva
 ``*_encoded`` loops); the threads of the engine's pool call them on separate cores. The elements
 are hashed in compiled code too (``pqforge.shake``; ``signing_hashes``, ``_element_inputs``), so
 a thread holds the GIL only to hand over a chunk's bytes and collect its results
-(``batch_data``).
+(``batch_data``). The loops that sign or verify take ``units`` (``kernels.units()``,
+``kernels.verify_units()``): the addresses of the separately compiled whip and solver.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ def _equal(y, t) -> bool:
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
-def verdict(s, P, encoded, f_tail, t, y) -> bool:
+def verdict(s, P, encoded, f_tail, t, y, units) -> bool:
     """P*(s) == t, with y as scratch. Public data only: the verdict is public."""
     y[:] = 0
-    kernels.evaluate_public(s, P, encoded, f_tail, y)
+    kernels.evaluate_public(s, P, encoded, f_tail, y, units)
     return _equal(y, t)
 
 
@@ -117,7 +118,7 @@ def _element_scratch(sigs, k, n, m, digest_bytes):
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out):
+def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out, units):
     """out[b] = (P*(s_b) == t_b) for the message data[offsets[b]:offsets[b+1]] and the signature
     sigs[b] (a row of signature bytes), hashed and decoded here (``_element_inputs``); P
     bitsliced or, with ``encoded``, in its byte encoding (see ``kernels.evaluate_public``).
@@ -127,11 +128,11 @@ def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes,
     hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
     for b in range(sigs.shape[0]):
         _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-        out[b] = verdict(s, P, encoded, f_tail, t, y)
+        out[b] = verdict(s, P, encoded, f_tail, t, y, units)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def verify_chunk_encoded(epk, v, limbs, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out):
+def verify_chunk_encoded(epk, v, limbs, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out, units):
     """``verify_chunk`` from the expanded public key's encoding P1 || P2 || P3 (``epk``, with its
     spare bytes) by the GFNI kernels (``gfni_kernels.evaluate_public``).
 
@@ -140,13 +141,13 @@ def verify_chunk_encoded(epk, v, limbs, data, offsets, sigs, f_tail, k, n, m, di
     hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
     for b in range(sigs.shape[0]):
         _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-        gfni_kernels.evaluate_public(s, epk, v, limbs, f_tail, y)
+        gfni_kernels.evaluate_public(s, epk, v, limbs, f_tail, y, units)
         out[b] = _equal(y, t)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
 def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes,
-                      slots, slot_bytes, out):
+                      slots, slot_bytes, out, units):
     """Elements under keys that only a few of them share: for each key q, its P assembled from
     the encodings P12[q] (P1 || P2) and P3[q] (rows of m/2 bytes) into ``slots``, the one reused
     matrix in ``ExpandedPublicKey.nibbles`` form (``slot_bytes`` is its byte view; see
@@ -161,11 +162,12 @@ def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail
         kernels.place_rows(slot_bytes, to_p3, P3[q])
         for b in range(first[q], first[q + 1]):
             _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-            out[b] = verdict(s, slots, True, f_tail, t, y)
+            out[b] = verdict(s, slots, True, f_tail, t, y, units)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def verify_fresh_keys_encoded(epks, v, limbs, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out):
+def verify_fresh_keys_encoded(epks, v, limbs, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out,
+                              units):
     """``verify_fresh_keys`` by the GFNI kernels: key q's expanded public key is the row epks[q]
     (P1 || P2 || P3 and spare bytes, as ``ExpandedPublicKey.encoded``), read in place.
 
@@ -175,12 +177,12 @@ def verify_fresh_keys_encoded(epks, v, limbs, first, data, offsets, sigs, f_tail
     for q in range(epks.shape[0]):
         for b in range(first[q], first[q + 1]):
             _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-            gfni_kernels.evaluate_public(s, epks[q], v, limbs, f_tail, y)
+            gfni_kernels.evaluate_public(s, epks[q], v, limbs, f_tail, y, units)
             out[b] = _equal(y, t)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
+def sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok, units):
     """One signing attempt per element: S[b] = s for vinegar V[b] (k, v), r = R[b], target T[b].
 
     ok[b] tells whether the system had full rank (public by design: it only decides a retry).
@@ -192,24 +194,24 @@ def sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok):
     o = O.shape[1]
     x = np.zeros(k * o, np.uint8)
     for b in range(B):
-        ok[b] = kernels.sign_attempt(V[b], R[b], P1, L, T[b], f_tail, x)
+        ok[b] = kernels.sign_attempt(V[b], R[b], P1, L, T[b], f_tail, x, units)
         kernels.assemble_signature(V[b], O, x, n, S[b])
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def sign_chunk_encoded(O, slots, V, R, T, f_tail, n, limbs, S, ok):
+def sign_chunk_encoded(O, slots, V, R, T, f_tail, n, limbs, S, ok, units):
     """``sign_chunk`` with P1 || L in their encoding (``ExpandedSecretKey.slots``) by the GFNI
     kernels (``gfni_kernels.sign_attempt``). Secret: as there. Runs without the GIL."""
     B, k, v = V.shape
     o = O.shape[1]
     x = np.zeros(k * o, np.uint8)
     for b in range(B):
-        ok[b] = gfni_kernels.sign_attempt(V[b], R[b], slots, o, T[b], f_tail, limbs, x)
+        ok[b] = gfni_kernels.sign_attempt(V[b], R[b], slots, o, T[b], f_tail, limbs, x, units)
         kernels.assemble_signature(V[b], O, x, n, S[b])
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok):
+def sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok, units):
     """Elements under compact keys that only a few of them share: for each key q, P1 and L
     expanded from its keystream of P1 || P2 and its oil matrix O[q] into one buffer reused
     from key to key (``kernels.expand_secret_from_stream``), then one signing attempt for each
@@ -226,11 +228,11 @@ def sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok):
     for q in range(streams.shape[0]):
         kernels.expand_secret_from_stream(streams[q], O[q], m, P1L)
         a, b = first[q], first[q + 1]
-        sign_chunk(O[q], P1, L, V[a:b], R[a:b], T[a:b], f_tail, n, S[a:b], ok[a:b])
+        sign_chunk(O[q], P1, L, V[a:b], R[a:b], T[a:b], f_tail, n, S[a:b], ok[a:b], units)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, limbs, S, ok):
+def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, limbs, S, ok, units):
     """``sign_fresh_keys`` by the GFNI kernels: key q's P1 || P2 in its slots, the row slots[q]
     (``scheme.public_slots``), expanded in place into P1 || L (``gfni_kernels.expand_secret_slots``),
     then one signing attempt for each of its elements (``sign_chunk_encoded``).
@@ -241,7 +243,7 @@ def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, limbs, S, ok):
     for q in range(slots.shape[0]):
         gfni_kernels.expand_secret_slots(slots[q], O[q], limbs)
         a, b = first[q], first[q + 1]
-        sign_chunk_encoded(O[q], slots[q], V[a:b], R[a:b], T[a:b], f_tail, n, limbs, S[a:b], ok[a:b])
+        sign_chunk_encoded(O[q], slots[q], V[a:b], R[a:b], T[a:b], f_tail, n, limbs, S[a:b], ok[a:b], units)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)

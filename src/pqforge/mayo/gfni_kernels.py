@@ -22,7 +22,7 @@ import numpy as np
 
 from .._compile_cache import JIT_CACHE
 from ..gf16.gfni import dot_add_slot, mul_add_slot, scalar_matrices, scalar_matrix
-from .kernels import slots_to_bitsliced, unbitslice_into, whip_and_solve, whip_bitsliced
+from .kernels import slots_to_bitsliced, unbitslice_into, whip_and_solve, whip_unit
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
 
@@ -132,10 +132,10 @@ def sign_products(V, slots, o, limbs, M, U):
 
 
 @nb.njit(**_JIT)
-def sign_attempt(V, r, slots, o, t, f_tail, limbs, x):
+def sign_attempt(V, r, slots, o, t, f_tail, limbs, x, units):
     """``kernels.sign_attempt`` with P1 || L in their encoding: the products here, then M and U
     to bit planes for ``kernels.whip_and_solve``. Writes x and returns the (public) rank bit.
-    Secret: all inputs and x."""
+    ``units``: ``kernels.units()``. Secret: all inputs and x."""
     k = V.shape[0]
     W = 4 * len(limbs)
     Ms = np.zeros((k * o, W), np.uint64)
@@ -145,11 +145,11 @@ def sign_attempt(V, r, slots, o, t, f_tail, limbs, x):
     U = np.empty((k, k, W), np.uint64)
     slots_to_bitsliced(Ms, M.reshape(k * o, W))
     slots_to_bitsliced(Us, U.reshape(k * k, W))
-    return whip_and_solve(U, M, t, r, f_tail, x)
+    return whip_and_solve(U, M, t, r, f_tail, x, units)
 
 
 @nb.njit(**_JIT)
-def evaluate_public(S, epk, v, limbs, f_tail, y):
+def evaluate_public(S, epk, v, limbs, f_tail, y, units):
     """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S, read
     straight from the specification's expanded public key P1 || P2 || P3 (``epk``, uint8, m/2
     bytes an m-vector, at least 8W spare bytes after it); y (m elements) is overwritten.
@@ -157,7 +157,7 @@ def evaluate_public(S, epk, v, limbs, f_tail, y):
     As ``quadratic_pairs``, with the rows of P = [[P1, P2], [0, P3]] read from their three blocks.
     Each entry is read as a whole slot from its first byte, so the bytes of a slot past m/2
     collect products of the next entries' bytes (the products are byte by byte); they are
-    cleared in U. Public data only (verification)."""
+    cleared in U. ``units``: ``kernels.verify_units()``. Public data only (verification)."""
     k, n = S.shape
     o = n - v
     m = y.shape[0]
@@ -188,5 +188,5 @@ def evaluate_public(S, epk, v, limbs, f_tail, y):
     U = np.empty((k, k, W), np.uint64)
     slots_to_bitsliced(Us.reshape(k * k, W), U.reshape(k * k, W))
     yb = np.zeros(W, np.uint64)
-    whip_bitsliced(U, np.zeros((k, 0, W), np.uint64), m, f_tail, yb, np.zeros((W, 0), np.uint64))
+    whip_unit(units[0], U, np.zeros((k, 0, W), np.uint64), m, f_tail, yb, np.zeros((W, 0), np.uint64))
     unbitslice_into(yb, m, y)

@@ -10,7 +10,9 @@ Every kernel keeps its plain-Python twin as ``kernel.py_func``.
 
 import numba as nb
 import numpy as np
+from numba import types
 
+from .._units import Unit, addresses, prefetch
 from ..gf16.kernels import (bit_mask, bitslice_stream, gf16_inv, gf16_mul, mul_add_scalar,
                            mul_add_scalar_from, nonzero_bit, nonzero_mask, xor_block)
 from .._compile_cache import JIT_CACHE
@@ -272,7 +274,7 @@ def _planes_times_x(b0, b1, b2, b3):
     return b3, b0 ^ b3, b1, b2
 
 
-@nb.njit(inline="always", **_JIT)
+@nb.njit(**_JIT)
 def _shift_xor(dst, dst_limbs, c0, src, src_limbs, shift):
     """dst[:, c0 + c] ^= z^shift src[:, c] for bitsliced vectors stored as columns (word q of
     column c at [q, c]): every bit plane of src (src_limbs words) moved up by ``shift``
@@ -295,7 +297,7 @@ def _shift_xor(dst, dst_limbs, c0, src, src_limbs, shift):
                     dst[d + 1, c0 + c] ^= (src[s, c] >> one) >> back
 
 
-@nb.njit(inline="always", **_JIT)
+@nb.njit(**_JIT)
 def _reduce_mod_f(ext, ext_limbs, m, f_tail, out, limbs):
     """out ^= ext mod f(z) = z^m + f_tail(z), column by column, for bitsliced polynomials ext
     (ext_limbs words a plane, as columns) of degree < m + E and m-vectors out (limbs words).
@@ -592,7 +594,8 @@ def sample_solution_bitsliced(A, y, m, r, x):
     yp = y.copy()
     col = np.zeros(Wm, np.uint64)
     for c in range(ko):
-        col[:] = A[:, c]
+        for q in range(Wm):             # element loops, not slice assignment: its shape check
+            col[q] = A[q, c]            # costs seconds of compiling
         mul_add_scalar(yp, col, r[c], row_limbs)
     R = np.zeros((W, m), np.uint64)
     block = np.zeros(64, np.uint64)
@@ -860,26 +863,54 @@ def slots_to_bitsliced(slots, out):
     key and signing's products on the GFNI path)."""
     count, W = slots.shape
     stream = np.zeros(count * W + 4, np.uint64)   # the spare word bitslice_stream wants
-    stream[:count * W] = slots.reshape(count * W)
+    for i in range(count):
+        for w in range(W):
+            stream[i * W + w] = slots[i, w]
     bitslice_stream(stream, 16 * W, out)
 
 
+# The whip and the solver are the largest kernels of signing: compiled once each, on their own,
+# and called through their addresses (``units()``) by every kernel that uses them.
+_u64_1, _u64_2, _u64_3 = (types.Array(types.uint64, d, "C") for d in (1, 2, 3))
+_u8_1 = types.Array(types.uint8, 1, "C")
+WHIP = Unit(whip_bitsliced, types.void(_u64_3, _u64_3, types.int64, types.Array(types.int64, 1, "C"), _u64_1, _u64_2))
+SOLVE = Unit(sample_solution_bitsliced, types.boolean(_u64_2, _u64_1, types.int64, _u8_1, _u8_1))
+whip_unit, solve_unit = WHIP.call, SOLVE.call
+
+
+def units() -> tuple[int, int]:
+    """The addresses of the whip and solver units in this process, the ``units`` argument of
+    ``sign_attempt`` and the signing loops (compiled, or loaded from the cache, on first use)."""
+    return addresses((WHIP, SOLVE))
+
+
+def prefetch_units() -> None:
+    """Start compiling the units that the cache lacks, elsewhere (``pqforge._units.prefetch``):
+    a first key generation or expansion is usually followed by signing and verification."""
+    prefetch((WHIP, SOLVE))
+
+
+def verify_units() -> tuple[int, int]:
+    """``units()`` for verification, which needs the whip only (the solver's address is 0)."""
+    return addresses((WHIP,))[0], 0
+
+
 @nb.njit(inline="always", **_JIT)     # one compiled level fewer: each level re-optimises its callees
-def whip_and_solve(U, M, t, r, f_tail, x):
+def whip_and_solve(U, M, t, r, f_tail, x, units):
     """The whipped system A x = t - sum_ell z^ell u of the pair products U (k, k, W) and
     M (k, o, W), solved by SampleSolution with randomness r: writes x (k*o elements) and
-    returns the (public) rank bit. Secret: all inputs and x."""
+    returns the (public) rank bit. ``units``: ``units()``. Secret: all inputs and x."""
     k, o, W = M.shape
     m = t.shape[0]
     y = np.zeros(W, np.uint64)
     bitslice_into(t, m, y)
     A = np.zeros((W, k * o), np.uint64)
-    whip_bitsliced(U, M, m, f_tail, y, A)
-    return sample_solution_bitsliced(A, y, m, r, x)
+    whip_unit(units[0], U, M, m, f_tail, y, A)
+    return solve_unit(units[1], A, y, m, r, x)
 
 
 @nb.njit(**_JIT)
-def sign_attempt(V, r, P1, L, t, f_tail, x):
+def sign_attempt(V, r, P1, L, t, f_tail, x, units):
     """One attempt of the signing loop for vinegar vectors V (k, v) and randomness r (ko):
     M_i = v_i^T L, U = [v_i^T P1 v_j], then ``whip_and_solve``. Writes x and returns the
     (public) rank bit. Secret: all inputs and x."""
@@ -890,16 +921,17 @@ def sign_attempt(V, r, P1, L, t, f_tail, x):
     mul_transposed(np.ascontiguousarray(V.T), L, False, M)
     U = np.zeros((k, k, W), np.uint64)
     quadratic_pairs(V, P1, U)
-    return whip_and_solve(U, M, t, r, f_tail, x)
+    return whip_and_solve(U, M, t, r, f_tail, x, units)
 
 
 @nb.njit(**_JIT)
-def evaluate_public_sized(S, P, limbs, nibbles, f_tail, y):
+def evaluate_public_sized(S, P, limbs, nibbles, f_tail, y, units):
     """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S (y is
     overwritten), P of W = 4 * len(limbs) words a vector, bitsliced or, with ``nibbles``
     non-empty, in the byte-encoding form of ``ExpandedPublicKey.nibbles``. Both are part of the
     compiled type, so one verification compiles the bucket kernel for its own size and form
-    only (all eight took most of a minute). Public data only (verification)."""
+    only (all eight took most of a minute). ``units``: ``verify_units()``. Public data only
+    (verification)."""
     k = S.shape[0]
     W = P.shape[1]
     m = y.shape[0]
@@ -909,32 +941,32 @@ def evaluate_public_sized(S, P, limbs, nibbles, f_tail, y):
         Ub = np.empty((k, k, W), np.uint64)
         slots_to_bitsliced(U.reshape(k * k, W), Ub.reshape(k * k, W))
         U = Ub
-    yb = np.zeros(W, np.uint64)     # whip_bitsliced, not whip: one compiled level fewer
-    whip_bitsliced(U, np.zeros((k, 0, W), np.uint64), m, f_tail, yb, np.zeros((W, 0), np.uint64))
+    yb = np.zeros(W, np.uint64)
+    whip_unit(units[0], U, np.zeros((k, 0, W), np.uint64), m, f_tail, yb, np.zeros((W, 0), np.uint64))
     unbitslice_into(yb, m, y)
 
 
 @nb.njit(**_JIT)
-def _evaluate_any_size(S, P, nibbles, f_tail, y):
+def _evaluate_any_size(S, P, nibbles, f_tail, y, units):
     W = P.shape[1]
     if W == 4:
-        evaluate_public_sized(S, P, (0,), nibbles, f_tail, y)
+        evaluate_public_sized(S, P, (0,), nibbles, f_tail, y, units)
     elif W == 8:
-        evaluate_public_sized(S, P, (0, 0), nibbles, f_tail, y)
+        evaluate_public_sized(S, P, (0, 0), nibbles, f_tail, y, units)
     elif W == 12:
-        evaluate_public_sized(S, P, (0, 0, 0), nibbles, f_tail, y)
+        evaluate_public_sized(S, P, (0, 0, 0), nibbles, f_tail, y, units)
     elif W == 16:
-        evaluate_public_sized(S, P, (0, 0, 0, 0), nibbles, f_tail, y)
+        evaluate_public_sized(S, P, (0, 0, 0, 0), nibbles, f_tail, y, units)
     else:
         raise ValueError("evaluate_public: m-vectors of more than 256 elements")
 
 
 @nb.njit(**_JIT)
-def evaluate_public(S, P, encoded, f_tail, y):
+def evaluate_public(S, P, encoded, f_tail, y, units):
     """``evaluate_public_sized`` with the vector size and the form (``encoded``) chosen at run
     time, for compiled loops that serve every parameter set (it compiles all eight variants).
     Public data only."""
     if encoded:
-        _evaluate_any_size(S, P, (0,), f_tail, y)
+        _evaluate_any_size(S, P, (0,), f_tail, y, units)
     else:
-        _evaluate_any_size(S, P, (), f_tail, y)
+        _evaluate_any_size(S, P, (), f_tail, y, units)

@@ -29,10 +29,11 @@ NO_FULL_RANK = ("the secret key is malformed: signing found no full-rank system 
                 "(for a key made by MAYO key generation the chance is below 2^-256)")
 
 COMPILE_SECONDS = {
-    "portable": {"keygen": 6, "secret-key expansion": 2, "sign": 25, "verify": 12, "verify (bit planes)": 12},
-    "gfni": {"keygen": 2, "secret-key expansion": 1, "sign": 20, "verify": 4, "verify (bit planes)": 4},
+    "portable": {"keygen": 9, "secret-key expansion": 2, "sign": 10, "verify": 8, "verify (bit planes)": 8},
+    "gfni": {"keygen": 3, "secret-key expansion": 1, "sign": 9, "verify": 5, "verify (bit planes)": 5},
 }
-"""Rough first-compile time of each path with each kernel set on a 2-core x86-64 machine, for the notice."""
+"""Rough first-compile time of each path with each kernel set on a 2-core x86-64 machine, for the
+notice (signing's whip and solver units compile in other processes from the first notice on)."""
 
 
 def _compiling(path: str) -> Callable[[Operation], Operation]:
@@ -41,7 +42,8 @@ def _compiling(path: str) -> Callable[[Operation], Operation]:
     all GFNI kernels, also compiled per size."""
     sized = path.startswith("verify") or (gfni.ACTIVE and path in ("keygen", "secret-key expansion", "sign"))
     return compiling(path, COMPILE_SECONDS[gfni.KERNELS][path],
-                     lambda p: f"mayo {path} {gfni.KERNELS}" + (f" {p.limbs} limbs" if sized else ""))
+                     lambda p: f"mayo {path} {gfni.KERNELS}" + (f" {p.limbs} limbs" if sized else ""),
+                     prefetch=kernels.prefetch_units)
 
 
 # -- decoding and encoding at the byte boundary --------------------------------------------------
@@ -300,6 +302,7 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     f_tail = np.array(params.f_tail, np.int64)
     x = np.zeros(k * o, np.uint8)
     vb = params.v_bytes
+    units = kernels.units()
     for ctr in range(256):
         vr = shake256(digest + salt + esk.seed_sk + bytes([ctr]), k * vb + params.r_bytes)
         nibbles = decode_nibbles(vr, 2 * len(vr))
@@ -308,9 +311,9 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
         # M_i = v_i^T L, U[i, j] = v_i^T P1 v_j, A and y = t - sum z^ell u whipped, A x = y solved
         V = np.ascontiguousarray(V)
         if gfni.ACTIVE and esk.slots is not None:
-            full_rank = gfni_kernels.sign_attempt(V, r, esk.slots, o, t, f_tail, (0,) * params.limbs, x)
+            full_rank = gfni_kernels.sign_attempt(V, r, esk.slots, o, t, f_tail, (0,) * params.limbs, x, units)
         else:
-            full_rank = kernels.sign_attempt(V, r, esk.P1, esk.L, t, f_tail, x)
+            full_rank = kernels.sign_attempt(V, r, esk.P1, esk.L, t, f_tail, x, units)
         if full_rank:
             break
     else:  # for a key made by key generation the probability is far below 2^-256
@@ -340,14 +343,17 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
 
 @_compiling("verify")
 def _evaluate_encoded(params: MayoParams, s, P, y) -> None:
-    kernels.evaluate_public_sized(s, P, (0,) * params.limbs, (0,), np.array(params.f_tail, np.int64), y)
+    kernels.evaluate_public_sized(s, P, (0,) * params.limbs, (0,), np.array(params.f_tail, np.int64), y,
+                                  kernels.verify_units())
 
 
 @_compiling("verify (bit planes)")
 def _evaluate_bitsliced(params: MayoParams, s, P, y) -> None:
-    kernels.evaluate_public_sized(s, P, (0,) * params.limbs, (), np.array(params.f_tail, np.int64), y)
+    kernels.evaluate_public_sized(s, P, (0,) * params.limbs, (), np.array(params.f_tail, np.int64), y,
+                                  kernels.verify_units())
 
 
 @_compiling("verify")
 def _evaluate_gfni(params: MayoParams, s, epk, y) -> None:
-    gfni_kernels.evaluate_public(s, epk, params.v, (0,) * params.limbs, np.array(params.f_tail, np.int64), y)
+    gfni_kernels.evaluate_public(s, epk, params.v, (0,) * params.limbs, np.array(params.f_tail, np.int64), y,
+                                 kernels.verify_units())

@@ -1,0 +1,52 @@
+"""Separately compiled kernels (``pqforge._units``): called from compiled code through their
+address, type-checked when the caller compiles, compiled side by side when several are missing."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba.core.errors import TypingError
+
+from pqforge import _units
+from tests import unit_kernels as uk
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_compiled_caller_reaches_the_unit_through_its_address():
+    a = np.arange(1, 6, dtype=np.int64)
+    assert uk.twice_the_sum(uk.SUM.address, a, 3) == 2 * 3 * 15
+    assert uk.scaled_sum(_units.addresses((uk.SUM, uk.SCALE)), a, 2) == 30
+
+
+def test_outside_compiled_code_the_call_runs_the_kernel_itself():
+    a = np.arange(4, dtype=np.int64)
+    assert uk.sum_unit(0, a, 2) == uk.weighted_sum(a, 2) == 12     # the address is not used
+
+
+def test_argument_types_other_than_the_units_signature_fail_when_the_caller_compiles():
+    with pytest.raises(TypingError, match="unit weighted_sum takes"):
+        uk.twice_the_sum(uk.SUM.address, np.arange(3, dtype=np.int32), 1)
+
+
+def test_units_missing_from_the_cache_compile_in_other_processes(tmp_path):
+    code = ("import json\n"
+            "from pqforge import _units\n"
+            "from tests import unit_kernels as uk\n"
+            "started = []\n"
+            "spawn = _units._compile_elsewhere\n"
+            "_units._compile_elsewhere = lambda unit: (started.append(unit.kernel.__name__), spawn(unit))\n"
+            "_units._cores = lambda: 2\n"
+            "import numpy as np\n"
+            "print(json.dumps({'started': started, 'result': int(uk.scaled_sum(_units.addresses((uk.SUM, uk.SCALE)),"
+            " np.arange(1, 6, dtype=np.int64), 2))}))\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [json.loads(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                                      text=True, check=True, timeout=600).stdout) for _ in range(2)]
+    assert runs[0] == {"started": ["scale_into"], "result": 30}     # the first here, the second elsewhere
+    assert runs[1] == {"started": [], "result": 30}                 # then both from the cache
+    assert len(list(tmp_path.rglob("*scale_into_unit*.nbi"))) == 1
