@@ -39,7 +39,8 @@ def test_units_missing_from_the_cache_compile_in_other_processes(tmp_path):
             "from tests import unit_kernels as uk\n"
             "started = []\n"
             "spawn = _units._compile_elsewhere\n"
-            "_units._compile_elsewhere = lambda unit: (started.append(unit.kernel.__name__), spawn(unit))\n"
+            "_units._compile_elsewhere = lambda items, later=False: (started.extend(i.kernel.__name__ for i in items),"
+            " spawn(items, later))\n"
             "_units._cores = lambda: 2\n"
             "import numpy as np\n"
             "print(json.dumps({'started': started, 'result': int(uk.scaled_sum(_units.addresses((uk.SUM, uk.SCALE)),"
@@ -50,3 +51,13 @@ def test_units_missing_from_the_cache_compile_in_other_processes(tmp_path):
     assert runs[0] == {"started": ["scale_into"], "result": 30}     # the first here, the second elsewhere
     assert runs[1] == {"started": [], "result": 30}                 # then both from the cache
     assert len(list(tmp_path.rglob("*scale_into_unit*.nbi"))) == 1
+
+
+def test_the_argument_types_compiled_ahead_are_those_of_the_calls():
+    # an entry whose types no call uses would be compiled for nothing on every first use
+    from pqforge.mceliece import McEliece348864, McEliece348864f, scheme
+    for alg in (McEliece348864, McEliece348864f):
+        pk, sk = alg.keypair()
+        alg.encapsulate(pk)
+    for item in scheme.KEYGEN_POLYNOMIAL + scheme.KEYGEN_MATRIX + scheme.ENCAPSULATION:
+        assert item.args in item.kernel.overloads, item.key

@@ -15,9 +15,12 @@ argument types at the call site must be exactly the unit's signature; any other 
 typing error when the caller compiles, never a wrong call. Outside compiled code (and for the
 constant-time trace check) ``unit.call`` runs the kernel itself.
 
-Units missing from the cache compile side by side, in other processes that write them to the
-cache: ``prefetch`` starts them early (an operation's first compile starts those of the
-operations likely to follow), ``addresses`` waits for them.
+Compiling side by side: a first use can hand kernels to other processes, which compile them
+into the cache while this one goes on; ``prefetch`` starts them (one process per call, its
+items in order), ``wait`` and ``addresses`` wait for them. Units and ``Ahead`` entries (a kernel
+that Python code calls, with the argument types of that call) can be handed over alike.
+Processes that compile for later operations run at low priority, so they take idle cores
+only.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import sys
 import threading
 import types as pytypes
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, Union
 
 import numba as nb
 from llvmlite import ir
@@ -48,7 +51,12 @@ class Unit:
         self._cfunc: Any = None
         self._address: int | None = None
         self._worker: subprocess.Popen | None = None     # a process compiling this unit
+        self.home = kernel.py_func.__module__
+        self.key = kernel.py_func.__qualname__
         self.call = self._caller()
+
+    def _compile_here(self) -> None:
+        self.address
 
     @property
     def address(self) -> int:
@@ -57,6 +65,9 @@ class Unit:
             self._cfunc = nb.cfunc(self.signature, cache=JIT_CACHE)(self._twin_for_cache())
             self._address = int(self._cfunc.address)
         return self._address
+
+    def _ready(self) -> bool:
+        return self._address is not None
 
     def _in_cache(self) -> bool:
         from numba.core.caching import FunctionCache
@@ -104,13 +115,57 @@ class Unit:
         return call
 
 
-_WORKER = """
-import importlib, sys
-from pqforge._units import Unit
-module = importlib.import_module(sys.argv[1])
-unit, = [u for u in vars(module).values() if isinstance(u, Unit) and u.kernel.py_func.__qualname__ == sys.argv[2]]
-unit.address
-"""
+class Ahead:
+    """A kernel that Python code calls with the argument types ``args`` (a tuple of numba types),
+    listed so that a first use can have it compiled elsewhere before the call (``prefetch``,
+    ``wait``): the call then finds it in the cache. Types that no call uses cost a compile,
+    never a result."""
+
+    def __init__(self, kernel: Any, args: tuple):
+        self.kernel = kernel
+        self.args = tuple(args)
+        self._worker: subprocess.Popen | None = None
+        self.home = sys._getframe(1).f_globals["__name__"]     # where workers find this entry
+        self.key = f"{kernel.py_func.__qualname__}{self.args}"
+
+    def _compile_here(self) -> None:
+        self.kernel.compile(self.args)
+
+    def _ready(self) -> bool:
+        return self.args in self.kernel.overloads
+
+    def _in_cache(self) -> bool:
+        # the key numba's dispatcher uses for a call: the tuple of argument types
+        from numba.core.registry import cpu_target
+        return self.kernel._cache.load_overload(self.args, cpu_target.target_context) is not None
+
+
+Compilable = Union[Unit, Ahead]
+
+
+def _declared(module: Any) -> list:
+    """The units and ``Ahead`` entries a module holds, alone or in tuples."""
+    out = []
+    for value in vars(module).values():
+        for item in (value if isinstance(value, tuple) else (value,)):
+            if isinstance(item, (Unit, Ahead)):
+                out.append(item)
+    return out
+
+
+def compile_in_worker(specs: Sequence[str]) -> None:
+    """What a worker runs: compile the entries named "module:key", in order."""
+    import importlib
+    for spec in specs:
+        home, key = spec.split(":", 1)
+        for item in _declared(importlib.import_module(home)):
+            if item.key == key:
+                item._compile_here()
+                break
+
+
+_WORKER = "import sys; from pqforge._units import compile_in_worker; compile_in_worker(sys.argv[1:])"
+_LATER = "import os, sys; os.nice(10); from pqforge._units import compile_in_worker; compile_in_worker(sys.argv[1:])"
 
 
 def _cores() -> int:
@@ -120,53 +175,63 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _compile_elsewhere(unit: Unit) -> None:
-    """Start a process that compiles ``unit`` into the cache (nothing when none can be started)."""
+def _compile_elsewhere(items: Sequence[Compilable], later: bool = False) -> None:
+    """Start one process that compiles ``items`` into the cache in order (nothing when none can be
+    started: each then compiles here when it is needed); ``later``: at low priority."""
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)        # pqforge importable as here
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     try:
-        unit._worker = subprocess.Popen([sys.executable, "-c", _WORKER, unit.kernel.py_func.__module__,
-                                         unit.kernel.py_func.__qualname__], env=env, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except (OSError, ValueError):       # no interpreter to start (an embedded one): compile here
-        pass
+        worker = subprocess.Popen([sys.executable, "-c", _LATER if later else _WORKER,
+                                   *(f"{item.home}:{item.key}" for item in items)], env=env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except (OSError, ValueError):       # no interpreter to start (an embedded one)
+        return
+    for item in items:
+        item._worker = worker
 
 
-def _missing(units: Sequence[Unit]) -> list[Unit]:
-    """The units neither loaded here, nor in the cache, nor being compiled by a worker."""
+def _missing(items: Sequence[Compilable]) -> list:
+    """The entries neither compiled here, nor in the cache, nor being compiled by a worker."""
     if not JIT_CACHE:
         return []
-    return [u for u in units if u._address is None and u._worker is None and not u._in_cache()]
+    return [i for i in items if not i._ready() and i._worker is None and not i._in_cache()]
 
 
-def prefetch(units: Sequence[Unit]) -> None:
-    """Start compiling those of ``units`` that the cache lacks, each in a process of its own,
-    when the machine has more than one core; returns at once."""
+def prefetch(items: Sequence[Compilable], later: bool = False) -> None:
+    """Start compiling those of ``items`` that the cache lacks, in order, in one other process,
+    when the machine has more than one core; returns at once. ``later``: for operations after
+    the current one (the process runs at low priority)."""
     if _cores() > 1:
-        for unit in _missing(units):
-            _compile_elsewhere(unit)
+        missing = _missing(items)
+        if missing:
+            _compile_elsewhere(missing, later)
 
 
 _lock = threading.Lock()     # threads of a batch may ask at once: one compile, one wait
 
 
+def wait(items: Sequence[Compilable]) -> None:
+    """Wait for the processes compiling any of ``items``."""
+    with _lock:
+        for item in items:
+            if item._worker is not None:
+                item._worker.wait()
+                item._worker = None
+
+
 def addresses(units: Sequence[Unit]) -> tuple[int, ...]:
-    """The addresses of ``units``: units being compiled elsewhere are waited for; of those the
-    cache lacks, all but one compile in other processes while this one compiles the first (on
-    one core, all here); then the rest load from the cache (any a worker did not deliver
-    compile here)."""
+    """The addresses of ``units``: units being compiled elsewhere are waited for; when the
+    cache lacks several, the rest compile in another process while this one compiles the
+    first; then they load from the cache (any a worker did not deliver compiles here)."""
     if all(unit._address is not None for unit in units):
         return tuple(unit._address for unit in units)
+    missing = _missing(units)
+    if len(missing) > 1 and _cores() > 1:
+        _compile_elsewhere(missing[1:])
     with _lock:
-        missing = _missing(units)
-        if _cores() > 1:
-            for unit in missing[1:]:
-                _compile_elsewhere(unit)
         for unit in missing[:1]:
             unit.address
-        for unit in units:
-            if unit._worker is not None:
-                unit._worker.wait()
-                unit._worker = None
+    wait(units)
+    with _lock:
         return tuple(unit.address for unit in units)

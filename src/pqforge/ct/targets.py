@@ -470,10 +470,10 @@ def _mceliece_targets():
         return (p, _fresh(sk), _fresh(cts[int(_SHARED.integers(len(cts)))][0]))
 
     def preimage_args(p, ct, sk):
-        from ..mceliece import scheme as ms
+        from ..mceliece import decode, scheme as ms
         g, cond, sv = ms._sk_parts(p, sk)
         return (np.frombuffer(ct, dtype=np.uint8).copy(), g.copy(), cond.copy(), sv.copy(), p.m, p.n, p.t,
-                *ms.decoding_constants(p))
+                *ms.decoding_constants(p), decode.units())
 
     def preimage_key(p, rng, fixed):
         pool = _mce_pool(p)

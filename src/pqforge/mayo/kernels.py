@@ -887,7 +887,8 @@ def units() -> tuple[int, int]:
 def prefetch_units() -> None:
     """Start compiling the units that the cache lacks, elsewhere (``pqforge._units.prefetch``):
     a first key generation or expansion is usually followed by signing and verification."""
-    prefetch((WHIP, SOLVE))
+    prefetch((WHIP,), later=True)
+    prefetch((SOLVE,), later=True)
 
 
 def verify_units() -> tuple[int, int]:

@@ -1,17 +1,19 @@
 """Decapsulation's decoding core: Goppa syndrome (transposed additive FFT), Berlekamp-Massey, root
 finding (additive FFT), the re-encryption check and the implicit-rejection select, in one
-compiled pass.
+compiled pass. Its five large steps are units (``pqforge._units``), compiled on their own and
+side by side on a first use, and called through their addresses (``units()``).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 from .benes import apply_benes
 from .fft import fft_coefficients, fft_evaluate, fft_transposed
 from .gf import berlekamp_massey, gf_inv, gf_scale, secret_mask, vec_inv, vec_square
 from .._compile_cache import JIT_CACHE
+from .._units import Unit, addresses
 
 
 @njit(cache=JIT_CACHE)
@@ -24,25 +26,68 @@ def _popcount64(x):
 
 
 @njit(cache=JIT_CACHE)
-def _monic_values(low, powers, Uw, Ub, xt, m, fpoly):
-    # x^t + sum low[i] x^i at every field element, bitsliced in the FFT's order (low secret)
+def _monic_values(low, powers, Uw, Ub, xt, m, fpoly, out):
+    # out = x^t + sum low[i] x^i at every field element, bitsliced in the FFT's order (low secret)
     E = fft_evaluate(fft_coefficients(low, powers, powers.shape[1], m, fpoly), Uw, Ub, m)
     for k in range(m):
         for x in range(E.shape[1]):
-            E[k, x] ^= xt[k, x]
-    return E
+            out[k, x] = E[k, x] ^ xt[k, x]
 
 
 @njit(cache=JIT_CACHE)
-def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub):
+def _inverse_square(values, m, taps, out):
+    # out = 1 / values^2 elementwise (values secret, nonzero)
+    inv = vec_inv(values, m, taps)
+    vec_square(out, inv, m, taps)
+
+
+@njit(cache=JIT_CACHE)
+def _power_sums(E, Uw, Ub, powers, m, fpoly, out):
+    # out = the power sums of the values E (secret; overwritten), ``fft_transposed``
+    sums = fft_transposed(E, Uw, Ub, powers, m, fpoly)
+    for j in range(out.shape[0]):
+        out[j] = sums[j]
+
+
+@njit(cache=JIT_CACHE)
+def _monic_locator(syn, t, m, fpoly, out):
+    # out = the t low coefficients of the error locator of the 2t syndromes syn (secret), made
+    # monic (its leading coefficient's inverse times it: the roots stay)
+    loc = berlekamp_massey(syn[:2 * t], t, m, fpoly)
+    low = gf_scale(loc[:t], gf_inv(loc[t], m, fpoly), m, fpoly)
+    for i in range(t):
+        out[i] = low[i]
+
+
+_i64 = {d: types.Array(types.int64, d, "C") for d in (1, 2, 3)}
+_TAPS = types.Array(types.int64, 1, "C", readonly=True)
+MONIC = Unit(_monic_values, types.void(_i64[1], _i64[2], _i64[3], _i64[3], _i64[2], types.int64, types.int64,
+                                       _i64[2]))
+INVERSE_SQUARE = Unit(_inverse_square, types.void(_i64[2], types.int64, _TAPS, _i64[2]))
+POWER_SUMS = Unit(_power_sums, types.void(_i64[2], _i64[3], _i64[3], _i64[2], types.int64, types.int64, _i64[1]))
+LOCATOR = Unit(_monic_locator, types.void(_i64[1], types.int64, types.int64, types.int64, _i64[1]))
+BENES = Unit(apply_benes, types.void(_i64[2], _i64[1], types.int64, types.boolean))
+UNITS = (MONIC, INVERSE_SQUARE, POWER_SUMS, LOCATOR, BENES)
+monic_unit, inverse_square_unit, power_sums_unit, locator_unit, benes_unit = (u.call for u in UNITS)
+
+
+def units() -> tuple[int, ...]:
+    """The addresses of decoding's units in this process, ``decap_preimage``'s last argument."""
+    return addresses(UNITS)
+
+
+@njit(cache=JIT_CACHE)
+def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub,
+                   units):
     """The hash input b | v | C of decapsulation: b = 1 and v = e when C decodes to an error
     vector e of weight t with syndrome C, else b = 0 and v = s (implicit rejection).
 
     Secret: g (Goppa polynomial, t low coefficients), cond (control bits as int64 words), s, and
     everything derived from them; c is public, and so are the FFT constants for evaluating
     polynomials of degree below t (ev_*), x^t at every field element (xt, bitsliced in the FFT's
-    order) and the FFT constants for power sums up to 2t - 1 (sy_*). Loop bounds and memory
-    indices depend on m, n, t only, and the final choice between e and s is a mask.
+    order) and the FFT constants for power sums up to 2t - 1 (sy_*); ``units`` is ``units()``.
+    Loop bounds and memory indices depend on m, n, t only, and the final choice between e and s
+    is a mask.
 
     Both polynomials of degree t are evaluated as monic ones: the t low coefficients by the FFT
     (half the size when t is a power of two) plus x^t. g is monic; the locator is made monic by
@@ -63,21 +108,25 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
     r = np.zeros((1, nw), dtype=np.int64)
     for i in range(sb):
         r[0, i >> 3] |= np.int64(c[i]) << (8 * (i & 7))
-    apply_benes(r, cond, m, True)
+    benes_unit(units[4], r, cond, m, True)
 
-    ginv2 = vec_inv(_monic_values(g, ev_powers, ev_Uw, ev_Ub, xt, m, fpoly), m, taps)
-    vec_square(ginv2, ginv2, m, taps)              # 1 / g(x)^2 at every field element x
+    values = np.empty((m, nw), dtype=np.int64)
+    monic_unit(units[0], g, ev_powers, ev_Uw, ev_Ub, xt, m, fpoly, values)
+    ginv2 = np.empty((m, nw), dtype=np.int64)
+    inverse_square_unit(units[1], values, m, taps, ginv2)      # 1 / g(x)^2 at every field element x
 
     # syndrome s_j = sum_x r_x x^j / g(x)^2, j < 2t
     w = np.empty((m, nw), dtype=np.int64)
     for k in range(m):
         for x in range(nw):
             w[k, x] = ginv2[k, x] & r[0, x]
-    syn = fft_transposed(w, sy_Uw, sy_Ub, sy_powers, m, fpoly)
+    syn = np.empty(2 * t, dtype=np.int64)
+    power_sums_unit(units[2], w, sy_Uw, sy_Ub, sy_powers, m, fpoly, syn)
 
-    loc = berlekamp_massey(syn[:2 * t], t, m, fpoly)
-    img = _monic_values(gf_scale(loc[:t], gf_inv(loc[t], m, fpoly), m, fpoly), ev_powers, ev_Uw, ev_Ub, xt, m,
-                        fpoly)
+    low = np.empty(t, dtype=np.int64)
+    locator_unit(units[3], syn, t, m, fpoly, low)
+    img = values
+    monic_unit(units[0], low, ev_powers, ev_Uw, ev_Ub, xt, m, fpoly, img)
 
     # roots of the locator: the error positions in field order
     e = np.empty((1, nw), dtype=np.int64)
@@ -89,9 +138,10 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
     for k in range(m):
         for x in range(nw):
             w[k, x] = ginv2[k, x] & e[0, x]
-    syn2 = fft_transposed(w, sy_Uw, sy_Ub, sy_powers, m, fpoly)
+    syn2 = np.empty(2 * t, dtype=np.int64)
+    power_sums_unit(units[2], w, sy_Uw, sy_Ub, sy_powers, m, fpoly, syn2)
 
-    apply_benes(e, cond, m)                        # back to support order
+    benes_unit(units[4], e, cond, m, False)        # back to support order
     weight = 0
     for x in range(W):
         if x == W - 1 and (n & 63):                # public: the tail of the last word

@@ -15,11 +15,14 @@ from functools import lru_cache
 from typing import Callable
 
 import numpy as np
+from numba import types
 
 from .._compile_cache import Operation, compiling
+from .._units import Ahead, prefetch, wait
 from ..errors import InvalidInput, InvalidKey, require_bytes
 from ..symmetric import shake256
 from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
+from . import decode
 from .decode import decap_preimage
 from .fft import fft_constants, fft_size
 from .gf import field_poly, genpoly, vec_from_scalars, vec_mul, vec_square
@@ -29,13 +32,47 @@ from .params import Params
 
 _ALL_PIVOTS = 0xFFFFFFFF     # c for the plain sets: the first mt columns are the pivots
 
-COMPILE_SECONDS = {"keygen": 10, "public key": 6, "encapsulation": 2, "decapsulation": 8}
+COMPILE_SECONDS = {"keygen": 10, "public key": 6, "encapsulation": 2, "decapsulation": 4}
 """Rough first-compile time of each path on a 2-core x86-64 machine, for the notice."""
+
+
+# The kernels that key generation and encapsulation call, with the argument types of those calls:
+# a first use compiles them in other processes, side by side (``pqforge._units``).
+_i64 = {d: types.Array(types.int64, d, "C") for d in (1, 2)}
+_i64_ro, _u8, _u8_ro = (types.Array(types.int64, 1, "C", readonly=True), types.Array(types.uint8, 1, "C"),
+                        types.Array(types.uint8, 1, "C", readonly=True))
+_int = types.int64
+KEYGEN_POLYNOMIAL = (Ahead(genpoly, (_i64[1], _int, _int, _i64[1], types.boolean)),)
+KEYGEN_MATRIX = (
+    Ahead(sort_network, (_i64[1],)),
+    Ahead(vec_from_scalars, (_i64[1], _int, _int)),
+    Ahead(parity_check_matrix, (_i64[1], _i64[2], _int, _int, _int, _i64_ro)),
+    Ahead(eliminate_rows, (_i64[2], _int, _int, _int)),
+    Ahead(move_pivot_columns, (_i64[2], _i64[1], _int)),
+    Ahead(pack_public_key, (_i64[2], _int, _int, _int, _u8)),
+    Ahead(control_bits, (_i64[1], _int)),
+)
+ENCAPSULATION = (Ahead(encap_preimage, (_u8_ro, _u8_ro, _i64_ro, _int, _int, _int, _int, _int)),)
+
+
+def _prepare(path: str) -> Callable[[], None]:
+    """With a first notice: key generation's kernels compile in two other processes (this one
+    waits for them, then loads them), encapsulation's and decoding's in a third at low priority,
+    for the operations that usually follow."""
+    def prepare() -> None:
+        if path == "keygen":
+            prefetch(KEYGEN_POLYNOMIAL)
+            prefetch(KEYGEN_MATRIX)
+        if path in ("keygen", "encapsulation"):
+            prefetch(ENCAPSULATION + decode.UNITS if path == "keygen" else decode.UNITS, later=True)
+        if path == "keygen":
+            wait(KEYGEN_POLYNOMIAL + KEYGEN_MATRIX)
+    return prepare
 
 
 def _compiling(path: str) -> Callable[[Operation], Operation]:
     """The first-compile notice for ``path``, whose kernels serve every parameter set."""
-    return compiling(path, COMPILE_SECONDS[path], lambda p: f"mceliece {path}")
+    return compiling(path, COMPILE_SECONDS[path], lambda p: f"mceliece {path}", prefetch=_prepare(path))
 
 
 # byte strings are viewed as little-endian 64-bit words throughout
@@ -233,7 +270,7 @@ def decapsulate(p: Params, sk, ct) -> bytes:
     ct = check_ciphertext(p, ct)
     g, cond, s = _sk_parts(p, sk)
     consts = _DECODING.get(p.name) or decoding_constants(p)
-    pre = decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, p.m, p.n, p.t, *consts)
+    pre = decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, p.m, p.n, p.t, *consts, decode.units())
     return shake256(pre.tobytes(), 32)
 
 
