@@ -274,7 +274,7 @@ def _planes_times_x(b0, b1, b2, b3):
     return b3, b0 ^ b3, b1, b2
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)
 def _shift_xor(dst, dst_limbs, c0, src, src_limbs, shift):
     """dst[:, c0 + c] ^= z^shift src[:, c] for bitsliced vectors stored as columns (word q of
     column c at [q, c]): every bit plane of src (src_limbs words) moved up by ``shift``
@@ -297,7 +297,7 @@ def _shift_xor(dst, dst_limbs, c0, src, src_limbs, shift):
                     dst[d + 1, c0 + c] ^= (src[s, c] >> one) >> back
 
 
-@nb.njit(**_JIT)
+@nb.njit(inline="always", **_JIT)
 def _reduce_mod_f(ext, ext_limbs, m, f_tail, out, limbs):
     """out ^= ext mod f(z) = z^m + f_tail(z), column by column, for bitsliced polynomials ext
     (ext_limbs words a plane, as columns) of degree < m + E and m-vectors out (limbs words).
