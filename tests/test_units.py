@@ -61,3 +61,23 @@ def test_the_argument_types_compiled_ahead_are_those_of_the_calls():
         alg.encapsulate(pk)
     for item in scheme.KEYGEN_POLYNOMIAL + scheme.KEYGEN_MATRIX + scheme.ENCAPSULATION:
         assert item.args in item.kernel.overloads, item.key
+
+
+def test_a_helper_process_that_does_not_finish_is_stopped_and_the_unit_compiles_here(monkeypatch):
+    class Stuck:
+        killed = False
+
+        def wait(self, timeout=None):
+            if timeout is not None and not self.killed:
+                raise subprocess.TimeoutExpired("worker", timeout)
+
+        def kill(self):
+            self.killed = True
+
+    unit = _units.Unit(uk.weighted_sum, uk.SUM.signature)       # a fresh unit: not loaded yet
+    stuck = Stuck()
+    unit._worker = stuck
+    monkeypatch.setattr(_units, "WORKER_SECONDS", 0.01)
+    address, = _units.addresses((unit,))
+    assert stuck.killed and unit._worker is None
+    assert uk.twice_the_sum(address, np.arange(3, dtype=np.int64), 1) == 6

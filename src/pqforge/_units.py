@@ -122,6 +122,7 @@ class Ahead:
     never a result."""
 
     def __init__(self, kernel: Any, args: tuple):
+        # declared at module level (alone or in a tuple), where a worker can find it
         self.kernel = kernel
         self.args = tuple(args)
         self._worker: subprocess.Popen | None = None
@@ -211,12 +212,22 @@ def prefetch(items: Sequence[Compilable], later: bool = False) -> None:
 _lock = threading.Lock()     # threads of a batch may ask at once: one compile, one wait
 
 
+WORKER_SECONDS = 600
+"""How long to wait for a helper process; one that takes longer is stopped (what it did not
+deliver then compiles here)."""
+
+
 def wait(items: Sequence[Compilable]) -> None:
     """Wait for the processes compiling any of ``items``."""
     with _lock:
         for item in items:
-            if item._worker is not None:
-                item._worker.wait()
+            worker = item._worker
+            if worker is not None:
+                try:
+                    worker.wait(timeout=WORKER_SECONDS)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
+                    worker.wait()
                 item._worker = None
 
 
