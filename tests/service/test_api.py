@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import hashlib
 import os
 import sqlite3
@@ -192,6 +193,30 @@ def test_bad_input_names_the_field(server, mayo_key, kem_key):
     _error(big, 413, "body")
     # the service still answers normally afterwards
     assert _post(server, f"/v1/keys/{kid}/sign", {"message": b64(b"fine")}).status_code == 200
+
+
+def test_an_unauthenticated_request_gets_401_whatever_its_body(server, mayo_key):
+    # the token is checked before the body is read, on the hot path and on FastAPI's routes alike
+    kid = mayo_key["id"]
+    for path in (f"/v1/keys/{kid}/sign", f"/v1/keys/{kid}/sign-many", "/v1/keys", "/v1/verify",
+                 f"/v1/keys/{kid}/decapsulate"):
+        for token in (None, "pqf_0123456789abcdef_" + "A" * 43):
+            for content in (b'{"message": ', b"[1, 2]", b'{"unexpected": 1}'):
+                answer = _post(server, path, content=content, token=token)
+                assert _error(answer, 401, "Authorization"), (path, token, content)
+                assert answer.headers["WWW-Authenticate"] == "Bearer"
+
+
+def test_a_body_declared_other_than_json_is_refused_on_every_route(server, mayo_key):
+    # as FastAPI does on its routes: the hot path does not parse a text/plain body as JSON
+    kid = mayo_key["id"]
+    body = json.dumps({"message": b64(b"m")}).encode()
+    for path in (f"/v1/keys/{kid}/sign", f"/v1/keys/{kid}/sign-many"):
+        refused = _post(server, path, content=body, headers={"Content-Type": "text/plain"})
+        assert "JSON" in _error(refused, 400, "body")
+    for kind in ("application/json; charset=utf-8", "application/vnd.pqforge+json"):
+        signed = _post(server, f"/v1/keys/{kid}/sign", content=body, headers={"Content-Type": kind})
+        assert signed.status_code == 200, signed.text
 
 
 def test_body_limit_applies_to_chunked_bodies(server, mayo_key):

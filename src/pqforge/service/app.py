@@ -364,6 +364,41 @@ class Guard:
 
 
 _JSON_HEADERS = [(b"content-type", b"application/json")]
+_PRINCIPAL = "pqforge.principal"     # the scope entry where TokenFirst leaves the caller
+
+
+def _header(scope, name: bytes) -> str | None:
+    return next((v.decode("latin-1") for k, v in scope["headers"] if k == name), None)
+
+
+class TokenFirst:
+    """Pure ASGI middleware: a /v1/ request that needs a token gets its 401 (no token, an unknown
+    or revoked one) before anything reads its body, so that every unauthenticated request has
+    the same answer whatever its body; the caller it finds is left in the scope for the routes."""
+
+    def __init__(self, app, service: Service):
+        self.app, self.service = app, service
+
+    async def __call__(self, scope, receive, send):
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path.startswith("/v1/") and not (
+                self.service.settings.public_verify and path in ("/v1/verify", "/v1/verify-many")):
+            try:
+                who = await self.service.principal(_header(scope, b"authorization"))
+                who.require_token()
+            except Exception as exc:
+                return await error_response(self.service, exc, scope["method"], path)(scope, receive, send)
+            scope[_PRINCIPAL] = who
+        await self.app(scope, receive, send)
+
+
+def _json_content(scope) -> bool:
+    """Whether the body is declared JSON (or not declared), as FastAPI decides before parsing it."""
+    value = _header(scope, b"content-type")
+    if value is None:
+        return True
+    media = value.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 class FastPath:
@@ -395,8 +430,10 @@ class FastPath:
                 break
         service = self.service
         try:
-            header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None)
-            who = await service.principal(header)
+            who = scope.get(_PRINCIPAL) or await service.principal(_header(scope, b"authorization"))
+            if not _json_content(scope):
+                raise ApiError(400, "bad_json", "body: expected a JSON object (Content-Type: application/json)",
+                               "body")
             parsed = model.model_validate_json(body)
             answer = await (service.verify_one(parsed, who, receive) if key_id is None else
                             service.sign_one(key_id, parsed, who, receive))
@@ -439,7 +476,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
     app.state.service = service
 
     async def principal(request: Request) -> Principal:
-        return await service.principal(request.headers.get("authorization"))
+        return request.scope.get(_PRINCIPAL) or await service.principal(request.headers.get("authorization"))
 
     # --- errors: one mapping from exception to answer, shared with FastPath -------------------
     async def any_error(request, exc: Exception):
@@ -568,7 +605,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         shared = await asyncio.get_running_loop().run_in_executor(service.executor, run)
         return JSONResponse({"shared_secret": _b64(shared)})
 
-    app.front = Guard(FastPath(functools.partial(FastAPI.__call__, app), service), service)
+    app.front = Guard(TokenFirst(FastPath(functools.partial(FastAPI.__call__, app), service), service), service)
     return app
 
 
