@@ -57,6 +57,17 @@ def test_refuses_to_overwrite_without_force(alice, capsys):
     assert (d / "f.sig").read_bytes() == b"old"
 
 
+def test_a_wrong_key_is_reported_before_an_existing_output(alice, capsys):
+    # the key is the first thing to fix; --force would not have helped
+    d = alice
+    (d / "f").write_bytes(b"x")
+    (d / "f.sig").write_bytes(b"old")
+    assert main(["sign", "--key", str(d / "alice.pk"), str(d / "f")]) == 2
+    err = capsys.readouterr().err
+    assert "public key; a private key is expected" in err and "exists" not in err
+    assert (d / "f.sig").read_bytes() == b"old"
+
+
 def test_bad_inputs_exit_2_with_one_line(alice):
     d = alice
     (d / "m").write_bytes(b"m")

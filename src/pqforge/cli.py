@@ -125,9 +125,9 @@ def cmd_sign(args: argparse.Namespace) -> int:
     out = args.output if args.output is not None else (args.file + ".sig" if args.file != "-" else None)
     if out is None:
         raise _UsageError("signing standard input needs -o FILE (or -o - for standard output) for the signature")
+    alg, sk = _signature_key(args.key, "PRIVATE")        # the key first: a wrong key is the first thing to fix
     outputs = [Output(out)]
     check_outputs(outputs, args.force)
-    alg, sk = _signature_key(args.key, "PRIVATE")
     msg = _read_input(args.file)
     sig = alg.sign(sk, msg)
     write_outputs(outputs, [sig], args.force)
@@ -165,10 +165,10 @@ def cmd_kem_keygen(args: argparse.Namespace) -> int:
 
 
 def cmd_kem_encap(args: argparse.Namespace) -> int:
-    outputs = [Output(args.ciphertext), Output(args.secret, secret=True)]
-    check_outputs(outputs, args.force)
     alg, pk = _read_key(args.key, "PUBLIC")
     _kem_alg(alg)
+    outputs = [Output(args.ciphertext), Output(args.secret, secret=True)]
+    check_outputs(outputs, args.force)
     ct, ss = alg.encapsulate(pk)
     write_outputs(outputs, [ct, ss], args.force)   # both or neither
     _status(f"wrote {_shown(args.ciphertext)} ({len(ct)} bytes) and {_shown(args.secret)} ({alg.name})")
@@ -176,10 +176,10 @@ def cmd_kem_encap(args: argparse.Namespace) -> int:
 
 
 def cmd_kem_decap(args: argparse.Namespace) -> int:
-    outputs = [Output(args.secret, secret=True)]
-    check_outputs(outputs, args.force)
     alg, sk = _read_key(args.key, "PRIVATE")
     _kem_alg(alg)
+    outputs = [Output(args.secret, secret=True)]
+    check_outputs(outputs, args.force)
     ct = _read_input(args.ciphertext)
     if len(ct) != alg.ciphertext_size:
         raise _UsageError(f"{args.ciphertext}: a {alg.name} ciphertext is {alg.ciphertext_size} bytes, got {len(ct)}")
