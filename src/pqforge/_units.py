@@ -209,7 +209,7 @@ def prefetch(items: Sequence[Compilable], later: bool = False) -> None:
             _compile_elsewhere(missing, later)
 
 
-_lock = threading.Lock()     # threads of a batch may ask at once: one compile, one wait
+_lock = threading.RLock()     # threads of a batch may ask at once: one compile, one wait
 
 
 WORKER_SECONDS = 600
@@ -237,12 +237,11 @@ def addresses(units: Sequence[Unit]) -> tuple[int, ...]:
     first; then they load from the cache (any a worker did not deliver compiles here)."""
     if all(unit._address is not None for unit in units):
         return tuple(unit._address for unit in units)
-    missing = _missing(units)
-    if len(missing) > 1 and _cores() > 1:
-        _compile_elsewhere(missing[1:])
     with _lock:
+        missing = _missing(units)
+        if len(missing) > 1 and _cores() > 1:
+            _compile_elsewhere(missing[1:])
         for unit in missing[:1]:
-            unit.address
-    wait(units)
-    with _lock:
+            unit._compile_here()
+        wait(units)
         return tuple(unit.address for unit in units)
