@@ -4,11 +4,7 @@ Scalars are integers 0..15. Bitsliced vectors are uint64 arrays of 4 * limbs wor
 ``pqforge.gf16``). Multiplying a bitsliced vector by x permutes its planes and adds one:
 (b0, b1, b2, b3) -> (b3, b0 ^ b3, b1, b2), because x * x^3 = x^4 = x + 1.
 
-Masks derived from secret bits pass through ``value_barrier``: an optimising compiler that can
-prove a value is 0 or all-ones may turn ``mask & x`` back into a conditional, and on x86 it
-sometimes emits that as a branch on the secret bit (a timing campaign caught exactly this in an
-earlier GF(16) product). The barrier is an empty inline-assembly statement that the optimiser
-must treat as producing an unknown value; it costs no instruction.
+Masks derived from secret bits pass through ``value_barrier`` (``pqforge._barrier``, as uint64).
 """
 
 import numba as nb
@@ -17,20 +13,11 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic, overload
 
+from .._barrier import opaque
 from .._compile_cache import JIT_CACHE
 
 _INLINE = dict(cache=JIT_CACHE, nogil=True, inline="always")
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
-@intrinsic
-def _opaque_u64(typingctx, x):
-    sig = types.uint64(types.uint64)
-
-    def codegen(context, builder, signature, args):
-        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64)])
-        return builder.asm(fnty, "", "=r,0", [args[0]], side_effect=False)
-    return sig, codegen
 
 
 def value_barrier(x):
@@ -41,7 +28,7 @@ def value_barrier(x):
 @overload(value_barrier, inline="always")
 def _value_barrier_compiled(x):
     def impl(x):
-        return _opaque_u64(np.uint64(x))
+        return opaque(np.uint64(x))
     return impl
 
 

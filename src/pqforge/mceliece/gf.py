@@ -8,30 +8,19 @@ No kernel here branches on, loops over or indexes memory by a value; the bit-ser
 multiplier and the selects use masks. Which inputs are secret
 is stated per kernel.
 
-Masks made from secret bits pass through ``secret_mask``. An optimiser that can prove a value
-is 0 or all-ones treats ``x & mask`` as a choice, and when the mask is fixed across a loop it
-may "unswitch" the loop: one copy for each value and a branch on the secret between them.
-A timing campaign found exactly that in Berlekamp-Massey (zero syndromes ran twice as fast).
-The barrier is an empty inline-assembly statement whose result the optimiser must treat as
-unknown; it costs no instruction.
+Masks made from secret bits pass through ``secret_mask`` (``pqforge._barrier``, as int64): an
+optimiser that can prove a value is 0 or all-ones may unswitch a loop on it, one copy for each
+value and a branch on the secret between them, as a timing campaign found in Berlekamp-Massey.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic, overload
+from numba import njit
+from numba.extending import overload
 
+from .._barrier import opaque
 from .._compile_cache import JIT_CACHE
-
-
-@intrinsic
-def _opaque_i64(typingctx, x):
-    def codegen(context, builder, signature, args):
-        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64)])
-        return builder.asm(fnty, "", "=r,0", [args[0]], side_effect=False)
-    return types.int64(types.int64), codegen
 
 
 def secret_mask(x):
@@ -43,7 +32,7 @@ def secret_mask(x):
 @overload(secret_mask, inline="always")
 def _secret_mask_compiled(x):
     def impl(x):
-        return _opaque_i64(np.int64(x))
+        return opaque(np.int64(x))
     return impl
 
 
