@@ -108,6 +108,8 @@ def mark_compiled(key: str) -> None:
 
 _seen: set[str] = set()
 _lock = threading.RLock()     # reentrant: a first call may make the first call of another path
+NOTICES = True
+"""Whether a first compile prints its notice (``pqforge precompile`` shows a progress bar instead)."""
 
 
 Operation = TypeVar("Operation", bound=Callable[..., Any])
@@ -132,8 +134,9 @@ def compiling(path: str, seconds: float, kernels: Callable[[Any], str],
                 if key not in _seen:
                     if not is_compiled(key):
                         once = "once" if JIT_CACHE else "uncached"
-                        print(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
-                              f"about {seconds:.0f} s", file=sys.stderr, flush=True)
+                        if NOTICES:
+                            print(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
+                                  f"about {seconds:.0f} s", file=sys.stderr, flush=True)
                         if prefetch is not None:
                             prefetch()
                     result = fn(params, *args, **kwargs)

@@ -278,15 +278,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_precompile(args: argparse.Namespace) -> int:
     """Compile (and cache) the kernels of every algorithm, or of those named, by running each
     of its paths once (e.g. in a container build)."""
+    from . import _compile_cache
     algs = [algorithms.get(name) for name in (args.alg or algorithms.names())]
+    _compile_cache.NOTICES = False              # the bar says what is being compiled
     bar = _progress_bar(len(algs), "compiling")
     for alg in algs:
         bar.set_postfix_str(alg.name)
         alg.warm_up()
         bar.update(1)
     bar.close()
-    from ._compile_cache import CACHE_DIR
-    print(f"compiled {len(algs)} algorithm{'s' * (len(algs) > 1)}; cache: {CACHE_DIR or 'none (not writable)'}")
+    print(f"compiled {len(algs)} algorithm{'s' * (len(algs) > 1)}; cache: "
+          f"{_compile_cache.CACHE_DIR or 'none (not writable)'}")
     return 0
 
 
