@@ -914,7 +914,7 @@ def whip_and_solve(U, M, t, r, f_tail, x, units):
 def sign_attempt(V, r, P1, L, t, f_tail, x, units):
     """One attempt of the signing loop for vinegar vectors V (k, v) and randomness r (ko):
     M_i = v_i^T L, U = [v_i^T P1 v_j], then ``whip_and_solve``. Writes x and returns the
-    (public) rank bit. Secret: all inputs and x."""
+    (public) rank bit. ``units``: ``units()``. Secret: all inputs and x."""
     k = V.shape[0]
     o = L.shape[1]
     W = L.shape[2]
