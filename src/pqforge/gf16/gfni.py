@@ -127,25 +127,27 @@ def _affine_xor4(typingctx, dst, d, src, s, matrix):
 
 
 @intrinsic
-def _dot_add(typingctx, dst, d, src, s, step, matrices, t, tstep, count, limbs):
-    """dst[d..] ^= sum_q A(matrices[t + q tstep]) src[s + q step ..] for q < count: one slot of
-    len(limbs) 32-byte blocks accumulated in registers over the whole sum (the accumulator is
-    loaded and stored once). dst, src: 1-D uint64 or uint8 arrays indexed in their own
-    elements; matrices: 1-D uint64. No bounds check."""
+def _dot_add(typingctx, dst, d, src, s, step, shrink, matrices, t, tstep, count, limbs):
+    """dst[d..] ^= sum_q A(matrices[t + q tstep]) src[s_q ..] for q < count, where the source
+    offsets start at s and grow by step - q shrink from term q to q + 1 (shrink 0: a constant
+    stride; shrink > 0: down a column of a packed upper triangle): one slot of len(limbs)
+    32-byte blocks accumulated in registers over the whole sum (the accumulator is loaded and
+    stored once). dst, src: 1-D uint64 or uint8 arrays indexed in their own elements;
+    matrices: 1-D uint64. No bounds check."""
     if not (_arrays_ok(dst, src) and isinstance(limbs, types.UniTuple) and isinstance(matrices, types.Array)
             and matrices.dtype == types.uint64 and matrices.ndim == 1 and matrices.layout == "C"):
         return None
     blocks = limbs.count
     dstep, sstep = 256 // dst.dtype.bitwidth, 256 // src.dtype.bitwidth     # elements a block spans
-    sig = types.void(dst, d, src, s, step, matrices, t, tstep, count, limbs)
+    sig = types.void(dst, d, src, s, step, shrink, matrices, t, tstep, count, limbs)
 
     def codegen(context, builder, signature, args):
         g = _Codegen(context, builder)
         kinds = signature.args
         i64 = ir.IntType(64)
         dst_data, src_data = g.data(kinds[0], args[0]), g.data(kinds[2], args[2])
-        mat_data = g.data(kinds[5], args[5])
-        d_, s_, step_, t_, tstep_, count_ = (g.index(args[i], kinds[i]) for i in (1, 3, 4, 6, 7, 8))
+        mat_data = g.data(kinds[6], args[6])
+        d_, s_, step_, shrink_, t_, tstep_, count_ = (g.index(args[i], kinds[i]) for i in (1, 3, 4, 5, 7, 8, 9))
         slots = []
         for b in range(blocks):
             at = g.block(dst_data, builder.add(d_, i64(dstep * b)))
@@ -155,7 +157,9 @@ def _dot_add(typingctx, dst, d, src, s, step, matrices, t, tstep, count, limbs):
         with cgutils.for_range(builder, count_) as loop:
             q = loop.index
             matrix = g.broadcast(builder.load(builder.gep(mat_data, [builder.add(t_, builder.mul(q, tstep_))])))
-            base = builder.add(s_, builder.mul(q, step_))
+            # s + q step - shrink q (q - 1) / 2
+            base = builder.sub(builder.add(s_, builder.mul(q, step_)),
+                               builder.mul(shrink_, builder.lshr(builder.mul(q, builder.sub(q, i64(1))), i64(1))))
             for b, (_, acc) in enumerate(slots):
                 x = g.load(g.block(src_data, builder.add(base, i64(sstep * b))))
                 builder.store(builder.xor(builder.load(acc), g.affine(x, matrix)), acc)
@@ -243,8 +247,17 @@ def dot_add_slot(dst, d, src, s, step, matrices, t, tstep, count, limbs):
     """dst[d : d + W] ^= sum_{q < count} c_q * src[s + q step : ... + W] with c_q given by its
     matrix matrices[t + q tstep]: a dot product of scalars and m-vectors into one slot, the
     accumulator kept in registers (``mul_add_slot`` for the arrays and indexing)."""
+    dot_add_column_slot(dst, d, src, s, step, 0, matrices, t, tstep, count, limbs)
+
+
+def dot_add_column_slot(dst, d, src, s, step, shrink, matrices, t, tstep, count, limbs):
+    """``dot_add_slot`` with source offsets that grow by step - q shrink from term q to q + 1: down
+    a column of a packed upper triangle of slots (entry (r, j) at r v - r (r - 1) / 2 + j - r
+    slots) the offset grows by (v - 1 - r) slots, so step = (v - 1) W and shrink = W."""
+    offset = s
     for q in range(count):
-        mul_add_slot(dst, d, src, s + q * step, matrices[t + q * tstep], limbs)
+        mul_add_slot(dst, d, src, offset, matrices[t + q * tstep], limbs)
+        offset += step - q * shrink
 
 
 @overload(dot_add_slot, inline="always")
@@ -253,5 +266,15 @@ def _dot_add_slot_compiled(dst, d, src, s, step, matrices, t, tstep, count, limb
         return None
 
     def impl(dst, d, src, s, step, matrices, t, tstep, count, limbs):
-        _dot_add(dst, d, src, s, step, matrices, t, tstep, count, limbs)
+        _dot_add(dst, d, src, s, step, 0, matrices, t, tstep, count, limbs)
+    return impl
+
+
+@overload(dot_add_column_slot, inline="always")
+def _dot_add_column_slot_compiled(dst, d, src, s, step, shrink, matrices, t, tstep, count, limbs):
+    if not isinstance(limbs, types.UniTuple):
+        return None
+
+    def impl(dst, d, src, s, step, shrink, matrices, t, tstep, count, limbs):
+        _dot_add(dst, d, src, s, step, shrink, matrices, t, tstep, count, limbs)
     return impl

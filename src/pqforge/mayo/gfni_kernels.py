@@ -21,7 +21,7 @@ import numba as nb
 import numpy as np
 
 from .._compile_cache import JIT_CACHE
-from ..gf16.gfni import dot_add_slot, mul_add_slot, scalar_matrices, scalar_matrix
+from ..gf16.gfni import dot_add_column_slot, dot_add_slot, scalar_matrices, scalar_matrix
 from .kernels import slots_to_bitsliced, unbitslice_into, whip_and_solve, whip_unit
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
@@ -32,7 +32,7 @@ def _add_p1_times_oil(slots, mats, o, limbs, symmetric):
     """Q ^= P1 O, where Q is the v x o block after P1 (P2 on entry) and ``mats`` the bit matrices
     of O (flat, v*o); with ``symmetric`` (public), Q ^= (P1 + P1^T) O instead, whose diagonal is
     zero: row r takes sum_{j > r} P1[r, j] O[j, c] as a dot product along P1's packed row, and
-    the transpose's P1[r, j] O[r, c] is added to row j entry by entry."""
+    the transpose's sum_{j < r} P1[j, r] O[j, c] as one down P1's column r."""
     v = mats.shape[0] // o
     W = 4 * len(limbs)
     q0 = v * (v + 1) // 2 * W
@@ -42,10 +42,9 @@ def _add_p1_times_oil(slots, mats, o, limbs, symmetric):
         for c in range(o):
             dot_add_slot(slots, q0 + (r * o + c) * W, slots, e + first * W, W, mats, (r + first) * o + c, o,
                          v - r - first, limbs)
-        if symmetric:
-            for j in range(r + 1, v):
-                for c in range(o):
-                    mul_add_slot(slots, q0 + (j * o + c) * W, slots, e + (j - r) * W, mats[r * o + c], limbs)
+            if symmetric:                              # P1[j, r] for j < r: from slot r, then (v - 1 - j) on
+                dot_add_column_slot(slots, q0 + (r * o + c) * W, slots, r * W, (v - 1) * W, W, mats, c, o, r,
+                                    limbs)
         e += (v - r) * W
 
 
