@@ -3,6 +3,7 @@ address, type-checked when the caller compiles, compiled side by side when sever
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,12 @@ def test_a_helper_process_that_does_not_finish_is_stopped_and_the_unit_compiles_
     address, = _units.addresses((unit,))
     assert stuck.killed and unit._worker is None
     assert uk.twice_the_sum(address, np.arange(3, dtype=np.int64), 1) == 6
+
+
+def test_without_a_python_interpreter_to_start_everything_compiles_here(monkeypatch):
+    # Python embedded in another program: sys.executable is that program (here one that exists
+    # and would start), never run with our arguments
+    monkeypatch.setattr(_units.sys, "executable", shutil.which("true"))
+    unit = _units.Unit(uk.scale_into, uk.SCALE.signature)
+    _units._compile_elsewhere([unit])
+    assert unit._worker is None

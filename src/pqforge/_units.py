@@ -179,6 +179,8 @@ def _cores() -> int:
 def _compile_elsewhere(items: Sequence[Compilable], later: bool = False) -> None:
     """Start one process that compiles ``items`` into the cache in order (nothing when none can be
     started: each then compiles here when it is needed); ``later``: at low priority."""
+    if not Path(sys.executable or "").name.lower().startswith(("python", "pypy")):
+        return      # Python embedded in another program (uwsgi, mod_wsgi): no interpreter to start
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)        # pqforge importable as here
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -186,7 +188,7 @@ def _compile_elsewhere(items: Sequence[Compilable], later: bool = False) -> None
         worker = subprocess.Popen([sys.executable, "-c", _LATER if later else _WORKER,
                                    *(f"{item.home}:{item.key}" for item in items)], env=env,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except (OSError, ValueError):       # no interpreter to start (an embedded one)
+    except (OSError, ValueError):
         return
     for item in items:
         item._worker = worker
