@@ -56,13 +56,13 @@ class Unit:
         self.call = self._caller()
 
     def _compile_here(self) -> None:
-        self.address
+        self.address        # compiles, or loads from the cache
 
     @property
     def address(self) -> int:
         """The unit's entry point in this process (compiled, or loaded from the cache, on first use)."""
         if self._address is None:
-            self._cfunc = nb.cfunc(self.signature, cache=JIT_CACHE)(self._twin_for_cache())
+            self._cfunc = nb.cfunc(self.signature, cache=JIT_CACHE)(self._cfunc_source())
             self._address = int(self._cfunc.address)
         return self._address
 
@@ -72,10 +72,10 @@ class Unit:
     def _in_cache(self) -> bool:
         from numba.core.caching import FunctionCache
         from numba.core.registry import cpu_target
-        cache = FunctionCache(self._twin_for_cache())
+        cache = FunctionCache(self._cfunc_source())
         return cache.load_overload(self.signature, cpu_target.target_context) is not None
 
-    def _twin_for_cache(self) -> pytypes.FunctionType:
+    def _cfunc_source(self) -> pytypes.FunctionType:
         """The kernel's Python function under a name of its own (``<name>_unit``), so that the
         C wrapper has its own cache entry beside the kernel's."""
         f = self.kernel.py_func
