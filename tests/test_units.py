@@ -91,3 +91,66 @@ def test_without_a_python_interpreter_to_start_everything_compiles_here(monkeypa
     unit = _units.Unit(uk.scale_into, uk.SCALE.signature)
     _units._compile_elsewhere([unit])
     assert unit._worker is None
+
+
+def _never_cached(monkeypatch, unit):
+    monkeypatch.setattr(unit, "_in_cache", lambda: False)
+    return unit
+
+
+def test_an_entry_a_live_helper_of_another_process_compiles_is_not_compiled_again(monkeypatch, tmp_path):
+    monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
+    unit = _never_cached(monkeypatch, _units.Unit(uk.weighted_sum, uk.SUM.signature))
+    helper = subprocess.Popen(["sleep", "60"])     # stands for a helper some other process started
+    try:
+        _units._mark([_units._spec(unit)], helper.pid)
+        assert _units._missing((unit,)) == []
+    finally:
+        helper.kill()
+        helper.wait()
+    assert _units._missing((unit,)) == [unit]       # its helper is gone: the marker is stale
+
+
+def test_waiting_for_another_processs_helper_ends_when_its_marker_goes(monkeypatch, tmp_path):
+    import threading
+    import time
+    monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
+    unit = _never_cached(monkeypatch, _units.Unit(uk.weighted_sum, uk.SUM.signature))
+    spec = _units._spec(unit)
+    helper = subprocess.Popen(["sleep", "60"])
+    try:
+        _units._mark([spec], helper.pid)
+        threading.Timer(0.5, _units._in_progress_marker(spec).unlink).start()     # the entry lands
+        start = time.monotonic()
+        _units.wait((unit,))
+        assert 0.4 < time.monotonic() - start < 30
+    finally:
+        helper.kill()
+        helper.wait()
+
+
+def test_a_process_started_while_an_earlier_ones_helper_runs_waits_for_it(tmp_path):
+    # `pqforge keygen` starts helpers and returns; `pqforge sign` right after must not compile
+    # what they are compiling
+    first = ("from pqforge import _units\n"
+             "from tests import unit_kernels as uk\n"
+             "_units._cores = lambda: 2\n"
+             "_units.prefetch((uk.SUM, uk.SCALE), later=True)\n")
+    second = ("import json\n"
+              "import numpy as np\n"
+              "from pqforge import _units\n"
+              "from tests import unit_kernels as uk\n"
+              "here, spawned = [], []\n"
+              "_units._cores = lambda: 2\n"
+              "compile_here = _units.Unit._compile_here\n"
+              "_units.Unit._compile_here = lambda self: (here.append(self.key), compile_here(self))\n"
+              "_units._compile_elsewhere = lambda items, later=False: spawned.extend(i.key for i in items)\n"
+              "result = int(uk.scaled_sum(_units.addresses((uk.SUM, uk.SCALE)), np.arange(1, 6, dtype=np.int64), 2))\n"
+              "print(json.dumps({'here': here, 'spawned': spawned, 'result': result}))\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", first], cwd=ROOT, env=env, check=True, timeout=600)
+    assert len(list((tmp_path / "pqforge-compiling").iterdir())) in (1, 2)    # the helper's work left
+    out = subprocess.run([sys.executable, "-c", second], cwd=ROOT, env=env, capture_output=True, text=True,
+                         check=True, timeout=600).stdout
+    assert json.loads(out) == {"here": [], "spawned": [], "result": 30}
+    assert list((tmp_path / "pqforge-compiling").iterdir()) == []      # each marker removed as its entry landed

@@ -20,15 +20,19 @@ into the cache while this one goes on; ``prefetch`` starts them (one process per
 items in order), ``wait`` and ``addresses`` wait for them. Units and ``Ahead`` entries (a kernel
 that Python code calls, with the argument types of that call) can be handed over alike.
 Processes that compile for later operations run at low priority, so they take idle cores
-only.
+only. A helper outlives the process that started it (a ``pqforge keygen`` that has returned),
+so each entry it has yet to deliver has a marker in the cache directory naming the helper's
+pid; any process that needs the entry waits for that helper instead of compiling it again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
 import threading
+import time
 import types as pytypes
 from pathlib import Path
 from typing import Any, Sequence, Union
@@ -38,6 +42,7 @@ from llvmlite import ir
 from numba.core import errors, types
 from numba.extending import intrinsic, overload
 
+from . import _compile_cache
 from ._compile_cache import JIT_CACHE
 
 
@@ -155,14 +160,80 @@ def _declared(module: Any) -> list:
 
 
 def compile_in_worker(specs: Sequence[str]) -> None:
-    """What a worker runs: compile the entries named "module:key", in order."""
+    """What a worker runs: compile the entries named "module:key", in order, removing each
+    one's in-progress marker as it lands (and all that are left when it stops)."""
     import importlib
+    try:
+        for spec in specs:
+            home, key = spec.split(":", 1)
+            for item in _declared(importlib.import_module(home)):
+                if item.key == key:
+                    item._compile_here()
+                    break
+            _unmark(spec)
+    finally:
+        for spec in specs:
+            _unmark(spec)
+
+
+# -- entries in progress in some process: a marker file each, holding the helper's pid ---------
+
+def _spec(item: Compilable) -> str:
+    return f"{item.home}:{item.key}"
+
+
+def _in_progress_marker(spec: str) -> Path | None:
+    if _compile_cache.CACHE_DIR is None:
+        return None
+    name = hashlib.sha256(spec.encode()).hexdigest()[:32]      # keys hold types: any characters
+    return _compile_cache.CACHE_DIR / "pqforge-compiling" / name
+
+
+def _mark(specs: Sequence[str], pid: int) -> None:
     for spec in specs:
-        home, key = spec.split(":", 1)
-        for item in _declared(importlib.import_module(home)):
-            if item.key == key:
-                item._compile_here()
-                break
+        marker = _in_progress_marker(spec)
+        if marker is None:
+            return
+        try:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(f"{pid}\n")
+        except OSError:     # without a marker another process may compile the entry too: only slower
+            return
+
+
+def _unmark(spec: str) -> None:
+    marker = _in_progress_marker(spec)
+    try:
+        if marker is not None and marker.read_text().strip() == str(os.getpid()):
+            marker.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:     # another user's process
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _compiling_elsewhere(item: Compilable) -> bool:
+    """Whether a live helper (started by this process or another) has yet to deliver ``item``.
+    A marker whose helper is gone, or older than ``WORKER_SECONDS``, is stale."""
+    marker = _in_progress_marker(_spec(item))
+    if marker is None:
+        return False
+    try:
+        pid = int(marker.read_text().strip())
+        fresh = time.time() - marker.stat().st_mtime < WORKER_SECONDS
+    except (OSError, ValueError):
+        return False
+    return fresh and pid != os.getpid() and _alive(pid)
 
 
 _WORKER = "import sys; from pqforge._units import compile_in_worker; compile_in_worker(sys.argv[1:])"
@@ -186,19 +257,22 @@ def _compile_elsewhere(items: Sequence[Compilable], later: bool = False) -> None
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     try:
         worker = subprocess.Popen([sys.executable, "-c", _LATER if later else _WORKER,
-                                   *(f"{item.home}:{item.key}" for item in items)], env=env,
+                                   *(_spec(item) for item in items)], env=env,
                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except (OSError, ValueError):
         return
+    _mark([_spec(item) for item in items], worker.pid)
     for item in items:
         item._worker = worker
 
 
 def _missing(items: Sequence[Compilable]) -> list:
-    """The entries neither compiled here, nor in the cache, nor being compiled by a worker."""
+    """The entries neither compiled here, nor in the cache, nor being compiled by a worker
+    (this process's or another's)."""
     if not JIT_CACHE:
         return []
-    return [i for i in items if not i._ready() and i._worker is None and not i._in_cache()]
+    return [i for i in items if not i._ready() and i._worker is None and not i._in_cache()
+            and not _compiling_elsewhere(i)]
 
 
 def prefetch(items: Sequence[Compilable], later: bool = False) -> None:
@@ -219,8 +293,13 @@ WORKER_SECONDS = 600
 deliver then compiles here)."""
 
 
+POLL_SECONDS = 0.05
+"""How often to look whether another process's helper has delivered an entry."""
+
+
 def wait(items: Sequence[Compilable]) -> None:
-    """Wait for the processes compiling any of ``items``."""
+    """Wait for the processes compiling any of ``items``: this process's helpers, and those that
+    other processes started and left running (their markers)."""
     with _lock:
         for item in items:
             worker = item._worker
@@ -231,6 +310,10 @@ def wait(items: Sequence[Compilable]) -> None:
                     worker.kill()
                     worker.wait()
                 item._worker = None
+            elif JIT_CACHE and not item._ready():
+                deadline = time.monotonic() + WORKER_SECONDS
+                while _compiling_elsewhere(item) and time.monotonic() < deadline:
+                    time.sleep(POLL_SECONDS)
 
 
 def addresses(units: Sequence[Unit]) -> tuple[int, ...]:

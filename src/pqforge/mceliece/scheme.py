@@ -58,7 +58,8 @@ ENCAPSULATION = (Ahead(encap_preimage, (_u8_ro, _u8_ro, _i64_ro, _int, _int, _in
 def _prepare(path: str) -> Callable[[], None]:
     """With a first notice: key generation's kernels compile in two other processes (this one
     waits for them, then loads them), encapsulation's and decoding's in a third at low priority,
-    for the operations that usually follow."""
+    for the operations that usually follow. A first encapsulation waits for a helper that an
+    earlier process (a ``pqforge kem keygen``) left compiling it."""
     def prepare() -> None:
         if path == "keygen":
             prefetch(KEYGEN_POLYNOMIAL)
@@ -67,6 +68,8 @@ def _prepare(path: str) -> Callable[[], None]:
             prefetch(ENCAPSULATION + decode.UNITS if path == "keygen" else decode.UNITS, later=True)
         if path == "keygen":
             wait(KEYGEN_POLYNOMIAL + KEYGEN_MATRIX)
+        if path == "encapsulation":
+            wait(ENCAPSULATION)
     return prepare
 
 
