@@ -320,8 +320,9 @@ def addresses(units: Sequence[Unit]) -> tuple[int, ...]:
     """The addresses of ``units``: units being compiled elsewhere are waited for; when the
     cache lacks several, the rest compile in another process while this one compiles the
     first; then they load from the cache (any a worker did not deliver compiles here)."""
-    if all(unit._address is not None for unit in units):
-        return tuple(unit._address for unit in units)
+    known = tuple([unit._address for unit in units])
+    if None not in known:
+        return known
     with _lock:
         missing = _missing(units)
         if len(missing) > 1 and _cores() > 1:

@@ -36,12 +36,14 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
                                             "evaluate_public", "evaluate_public_sized", "_evaluate_any_size",
                                             "public_pairs", "public_pairs_nibbles", "_public_pairs_any",
                                             "_public_pairs_checked", "_public_pairs", "_drain_buckets",
-                                            "_times_x", "_nibbles_times_x", "_aligned_zeros", "slots_to_bitsliced")
+                                            "_times_x", "_nibbles_times_x", "_aligned_zeros", "slots_to_bitsliced",
+                                            "decode_nibbles_into", "equals_nibbles", "verify_sized")
                    if hasattr(mk, n)}  # public data and sizes
     inner = {getattr(mk, n) for n in ("_entry", "_lowest_bit", "_gt_bit", "_bit_masks", "bitslice_into",
                                       "_shift_xor", "whip_bitsliced", "_transpose64",
                                       "sample_solution_bitsliced", "whip_and_solve", "_planes_times_x",
-                                      "_combine", "_mul_transposed_core", "_echelon_form") if hasattr(mk, n)}
+                                      "_combine", "_mul_transposed_core", "_echelon_form", "_row_update")
+             if hasattr(mk, n)}
     # the batch loops: public-data verification, and compositions of registered kernels
     public_only |= {bk.verdict, bk._equal, bk._element_scratch, bk.verify_chunk, bk.verify_chunk_encoded,
                     bk.verify_fresh_keys, bk.verify_fresh_keys_encoded, bk._element_inputs, bk._target,
@@ -54,7 +56,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
         from pqforge.mayo import gfni_kernels as gn
         modules += [gfni, gn]
         inner |= {gfni._times_x, gfni.scalar_matrix, gn._add_p1_times_oil, gn.quadratic_pairs, gn.oil_matrices}
-        public_only |= {gn.evaluate_public}
+        public_only |= {gn.evaluate_public, gn.verify}
     for module in modules:
         for name, obj in vars(module).items():
             if hasattr(obj, "py_func") and obj not in public_only | inner:

@@ -22,7 +22,8 @@ import numpy as np
 
 from .._compile_cache import JIT_CACHE
 from ..gf16.gfni import dot_add_column_slot, dot_add_slot, scalar_matrices, scalar_matrix
-from .kernels import slots_to_bitsliced, unbitslice_into, whip_and_solve, whip_unit
+from .kernels import (decode_nibbles_into, equals_nibbles, slots_to_bitsliced, unbitslice_into,
+                      whip_and_solve, whip_unit)
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
 
@@ -189,3 +190,15 @@ def evaluate_public(S, epk, v, limbs, f_tail, y, units):
     yb = np.zeros(W, np.uint64)
     whip_unit(units[0], U, np.zeros((k, 0, W), np.uint64), m, f_tail, yb, np.zeros((W, 0), np.uint64))
     unbitslice_into(yb, m, y)
+
+
+@nb.njit(**_JIT)
+def verify(sig, t, epk, k, n, v, limbs, f_tail, units):
+    """Whether P*(s) = t for the signature's s (its first k n elements) and the nibble string
+    ``t`` (m/2 bytes): the byte boundary of one verification and ``evaluate_public``, in one
+    compiled call. Public data only."""
+    S = np.empty((k, n), np.uint8)
+    decode_nibbles_into(sig, S)
+    y = np.zeros(2 * t.shape[0], np.uint8)
+    evaluate_public(S, epk, v, limbs, f_tail, y, units)
+    return equals_nibbles(y, t)

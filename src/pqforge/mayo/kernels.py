@@ -451,6 +451,17 @@ def _gt_bit(a, b):
     return np.uint64((np.int64(b) - np.int64(a)) >> 63 & 1)
 
 
+@nb.njit(**_JIT, inline="always")
+def _row_update(x, put, swap, pivot, old, f0, f1, f2, f3, c0, c1, c2, c3):
+    """One word of a row in an elimination step: the normalised pivot row replaces the pivot
+    row (``put``), the pivot row's old content moves to the pivot's row (``swap``), and every
+    row adds fac * pivot, planes c0..c3 of x^t * pivot selected by fac's bit masks f0..f3.
+    Masks only (all secret)."""
+    x = (x & ~put) | (pivot & put)
+    x = (x & ~swap) | (old & swap)
+    return x ^ (f0 & c0) ^ (f1 & c1) ^ (f2 & c2) ^ (f3 & c3)
+
+
 @nb.njit(**_JIT)
 def _echelon_form(R, ko):
     """Bring the augmented rows [A | y] to echelon form with pivots 1; returns rank(A).
@@ -479,8 +490,10 @@ def _echelon_form(R, ko):
     pivot_row = 0
     for col in range(ko):
         # with rank m at most ko - m columns are skipped, so rows above this public bound are
-        # never touched (if it is ever violated the rank is below m, which the count reports)
-        first = max(0, col - (ko - m))
+        # never changed (if it is ever violated the rank is below m, which the count reports);
+        # the loops start at a multiple of 4 below it (whole vectors), and the rows that adds,
+        # above the pivot row, are left as they are by their masks
+        first = max(0, col - (ko - m)) & ~3
         lo = col >> 6                               # rows at or below the pivot row are zero left of col
         sh = np.uint64(col & 63)
         # unsigned row indices: numba then emits no negative-index wraparound, which would
@@ -517,38 +530,41 @@ def _echelon_form(R, ko):
                 f[3, rr] = _ONES * (fac >> np.uint64(3))
         for rr in rows_u:
             put[rr] = at[rr] & found
-        for p in range(4):
-            for w in range(lo, limbs):
-                i = p * limbs + w
-                a = np.uint64(0)
-                b = np.uint64(0)
-                Ri = R[i]
-                for rr in rows_u:
-                    a ^= sel[rr] & Ri[rr]
-                    b ^= at[rr] & Ri[rr]
-                piv[i] = a
-                old[i] = b
+        # one pass over the rows per word, all four planes in it: a pass has a fixed cost
+        # (loop set-up, the remainder rows) that dominated when each plane had its own
+        for w in range(lo, limbs):
+            i0, i1, i2, i3 = w, limbs + w, 2 * limbs + w, 3 * limbs + w
+            a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = np.uint64(0)
+            for rr in rows_u:
+                sr, ar = sel[rr], at[rr]
+                r0, r1, r2, r3 = R[i0, rr], R[i1, rr], R[i2, rr], R[i3, rr]
+                a0 ^= sr & r0
+                a1 ^= sr & r1
+                a2 ^= sr & r2
+                a3 ^= sr & r3
+                b0 ^= ar & r0
+                b1 ^= ar & r1
+                b2 ^= ar & r2
+                b3 ^= ar & r3
+            piv[i0], piv[i1], piv[i2], piv[i3] = a0, a1, a2, a3
+            old[i0], old[i1], old[i2], old[i3] = b0, b1, b2, b3
         scaled[:] = 0
         mul_add_scalar_from(scaled, piv, gf16_inv(_entry(piv, col, limbs)), limbs, lo)
         for w in range(lo, limbs):
-            b0, b1, b2, b3 = scaled[w], scaled[limbs + w], scaled[2 * limbs + w], scaled[3 * limbs + w]
-            for p in range(4):
-                # plane p of fac * scaled = sum_t fac_t x^t scaled (x^t permutes and adds planes)
-                if p == 0:
-                    c0, c1, c2, c3 = b0, b3, b2, b1
-                elif p == 1:
-                    c0, c1, c2, c3 = b1, b0 ^ b3, b3 ^ b2, b2 ^ b1
-                elif p == 2:
-                    c0, c1, c2, c3 = b2, b1, b0 ^ b3, b3 ^ b2
-                else:
-                    c0, c1, c2, c3 = b3, b2, b1, b0 ^ b3
-                i = p * limbs + w
-                si, oi = scaled[i], old[i]
-                Ri = R[i]
-                for rr in rows_u:
-                    x = (Ri[rr] & ~put[rr]) | (si & put[rr])
-                    x = (x & ~swap[rr]) | (oi & swap[rr])
-                    Ri[rr] = x ^ (f[0, rr] & c0) ^ (f[1, rr] & c1) ^ (f[2, rr] & c2) ^ (f[3, rr] & c3)
+            i0, i1, i2, i3 = w, limbs + w, 2 * limbs + w, 3 * limbs + w
+            s0, s1, s2, s3 = scaled[i0], scaled[i1], scaled[i2], scaled[i3]
+            o0, o1, o2, o3 = old[i0], old[i1], old[i2], old[i3]
+            # fac * scaled = sum_t fac_t x^t scaled; the planes of x^t scaled (x^4 = x + 1):
+            x1 = (s3, s0 ^ s3, s1, s2)
+            x2 = (s2, s3 ^ s2, s0 ^ s3, s1)
+            x3 = (s1, s2 ^ s1, s3 ^ s2, s0 ^ s3)
+            for rr in rows_u:
+                pu, sw = put[rr], swap[rr]
+                f0, f1, f2, f3 = f[0, rr], f[1, rr], f[2, rr], f[3, rr]
+                R[i0, rr] = _row_update(R[i0, rr], pu, sw, s0, o0, f0, f1, f2, f3, s0, x1[0], x2[0], x3[0])
+                R[i1, rr] = _row_update(R[i1, rr], pu, sw, s1, o1, f0, f1, f2, f3, s1, x1[1], x2[1], x3[1])
+                R[i2, rr] = _row_update(R[i2, rr], pu, sw, s2, o2, f0, f1, f2, f3, s2, x1[2], x2[2], x3[2])
+                R[i3, rr] = _row_update(R[i3, rr], pu, sw, s3, o3, f0, f1, f2, f3, s3, x1[3], x2[3], x3[3])
         pivot_row += np.int64(found & one)
     return pivot_row
 
@@ -625,8 +641,7 @@ def sample_solution_bitsliced(A, y, m, r, x):
         for p in range(4):
             xw[p * limbs + (c >> 6)] |= np.uint64((np.int64(r[c]) >> p) & 1) << np.uint64(c & 63)
     onehot = np.zeros(limbs, np.uint64)
-    bits = np.zeros(m, np.uint64)
-    coef = np.zeros(m, np.int64)
+    bits = np.zeros((4, m), np.uint64)              # each row's entry in the pivot column, per plane
     for rr in range(m - 1, -1, -1):
         found = np.uint64(0)
         for w in range(limbs):
@@ -642,20 +657,27 @@ def sample_solution_bitsliced(A, y, m, r, x):
             for p in range(4):
                 xw[p * limbs + w] ^= onehot[w] & bit_mask(yr, p)
         above = range(np.uint64(rr))                # unsigned: no negative-index handling
-        for i in above:
-            coef[i] = 0
-        for p in range(4):
-            for i in above:
-                bits[i] = 0
-            for w in range(limbs):
-                oh = onehot[w]
-                Rw = R[p * limbs + w]
+        # a pass over the rows above per word, all four planes in it (few passes: each has a
+        # fixed cost that dominated when every plane and word had its own)
+        for w in range(limbs):
+            oh = onehot[w]
+            i0, i1, i2, i3 = w, limbs + w, 2 * limbs + w, 3 * limbs + w
+            if w == 0:
                 for i in above:
-                    bits[i] |= Rw[i] & oh
-            for i in above:
-                coef[i] |= np.int64(nonzero_bit(bits[i])) << p
+                    bits[0, i] = R[i0, i] & oh
+                    bits[1, i] = R[i1, i] & oh
+                    bits[2, i] = R[i2, i] & oh
+                    bits[3, i] = R[i3, i] & oh
+            else:
+                for i in above:
+                    bits[0, i] |= R[i0, i] & oh
+                    bits[1, i] |= R[i1, i] & oh
+                    bits[2, i] |= R[i2, i] & oh
+                    bits[3, i] |= R[i3, i] & oh
         for i in above:
-            yv[i] ^= gf16_mul(coef[i], yr)
+            coef = np.int64(nonzero_bit(bits[0, i]) | (nonzero_bit(bits[1, i]) << np.uint64(1))
+                            | (nonzero_bit(bits[2, i]) << np.uint64(2)) | (nonzero_bit(bits[3, i]) << np.uint64(3)))
+            yv[i] ^= gf16_mul(coef, yr)
     unbitslice_into(xw, ko, x)
     return full_rank
 
@@ -945,6 +967,37 @@ def evaluate_public_sized(S, P, limbs, nibbles, f_tail, y, units):
     yb = np.zeros(W, np.uint64)
     whip_unit(units[0], U, np.zeros((k, 0, W), np.uint64), m, f_tail, yb, np.zeros((W, 0), np.uint64))
     unbitslice_into(yb, m, y)
+
+
+@nb.njit(**_JIT)
+def decode_nibbles_into(data, out):
+    """out (any shape, C order) = the first elements of the nibble string ``data`` (uint8, low
+    nibble first). Public data only (a signature, in verification)."""
+    flat = out.reshape(-1)
+    for i in range(flat.shape[0]):
+        flat[i] = (data[i >> 1] >> (4 * (i & 1))) & 15
+
+
+@nb.njit(**_JIT)
+def equals_nibbles(y, data):
+    """Whether the elements y equal the first len(y) elements of the nibble string ``data``.
+    Public data only (verification's last comparison)."""
+    differ = 0
+    for i in range(y.shape[0]):
+        differ |= y[i] ^ ((data[i >> 1] >> (4 * (i & 1))) & 15)
+    return differ == 0
+
+
+@nb.njit(**_JIT)
+def verify_sized(sig, t, P, k, n, limbs, nibbles, f_tail, units):
+    """Whether P*(s) = t for the signature's s (its first k n elements) and the nibble string
+    ``t`` (m/2 bytes): the byte boundary of one verification and ``evaluate_public_sized``, in
+    one compiled call. Public data only."""
+    S = np.empty((k, n), np.uint8)
+    decode_nibbles_into(sig, S)
+    y = np.zeros(2 * t.shape[0], np.uint8)
+    evaluate_public_sized(S, P, limbs, nibbles, f_tail, y, units)
+    return equals_nibbles(y, t)
 
 
 @nb.njit(**_JIT)

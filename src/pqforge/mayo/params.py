@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from math import ceil
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class MayoParams:
@@ -97,6 +99,16 @@ class MayoParams:
     def limbs(self) -> int:
         """64-bit words per bit plane of an m-vector."""
         return ceil(self.m / 64)
+
+    @cached_property
+    def zero_limbs(self) -> tuple[int, ...]:
+        """``limbs`` zeros: the argument by which kernels compiled per vector size know it."""
+        return (0,) * self.limbs
+
+    @cached_property
+    def f_tail_array(self):
+        """``f_tail`` as the int64 array the kernels take (shared: not to be written)."""
+        return np.array(self.f_tail, np.int64)
 
     @cached_property
     def words(self) -> int:

@@ -325,35 +325,31 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
 
 def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -> bool:
     """True when P*(s) = t (the specification's MAYO.Verify). ``sig`` must have sig_bytes bytes."""
-    k, m = params.k, params.m
     salt = sig[params.sig_bytes - params.salt_bytes:]
-    s = decode_nibbles(sig, k * params.n).reshape(k, params.n).copy()
-    t = _target(params, shake256(msg, params.digest_bytes), salt)
-    y = np.zeros(m, np.uint8)
+    t = shake256(shake256(msg, params.digest_bytes) + salt, params.m_bytes)     # t, encoded
+    encoded_sig, encoded_t = np.frombuffer(sig, np.uint8), np.frombuffer(t, np.uint8)
     if gfni.ACTIVE:
-        _evaluate_gfni(params, s, epk.encoded, y)
-    else:
-        P, encoded = epk.for_verification()
-        (_evaluate_encoded if encoded else _evaluate_bitsliced)(params, s, P, y)
-    return bool(np.array_equal(y, t))
+        return _verify_gfni(params, encoded_sig, encoded_t, epk.encoded)
+    P, encoded = epk.for_verification()
+    return (_verify_encoded if encoded else _verify_bitsliced)(params, encoded_sig, encoded_t, P)
 
 
-# P*(s), compiled for the parameter set's vector size and the key's form only (on the GFNI path
-# always from the encoding)
+# P*(s) = t, from the signature's and t's bytes in one compiled call each, compiled for the
+# parameter set's vector size and the key's form only (on the GFNI path always from the encoding)
 
 @_compiling("verify")
-def _evaluate_encoded(params: MayoParams, s, P, y) -> None:
-    kernels.evaluate_public_sized(s, P, (0,) * params.limbs, (0,), np.array(params.f_tail, np.int64), y,
-                                  kernels.verify_units())
+def _verify_gfni(params: MayoParams, sig, t, epk) -> bool:
+    return bool(gfni_kernels.verify(sig, t, epk, params.k, params.n, params.v, params.zero_limbs,
+                                    params.f_tail_array, kernels.verify_units()))
+
+
+@_compiling("verify")
+def _verify_encoded(params: MayoParams, sig, t, P) -> bool:
+    return bool(kernels.verify_sized(sig, t, P, params.k, params.n, params.zero_limbs, (0,), params.f_tail_array,
+                                     kernels.verify_units()))
 
 
 @_compiling("verify (bit planes)")
-def _evaluate_bitsliced(params: MayoParams, s, P, y) -> None:
-    kernels.evaluate_public_sized(s, P, (0,) * params.limbs, (), np.array(params.f_tail, np.int64), y,
-                                  kernels.verify_units())
-
-
-@_compiling("verify")
-def _evaluate_gfni(params: MayoParams, s, epk, y) -> None:
-    gfni_kernels.evaluate_public(s, epk, params.v, (0,) * params.limbs, np.array(params.f_tail, np.int64), y,
-                                 kernels.verify_units())
+def _verify_bitsliced(params: MayoParams, sig, t, P) -> bool:
+    return bool(kernels.verify_sized(sig, t, P, params.k, params.n, params.zero_limbs, (), params.f_tail_array,
+                                     kernels.verify_units()))
