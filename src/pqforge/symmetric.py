@@ -5,7 +5,7 @@ import threading
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-_ZERO_IV = bytes(16)
+_COUNTER_FROM_ZERO = modes.CTR(bytes(16))     # immutable: one object for every keystream
 _zeros = b""
 _scratch = threading.local()
 
@@ -25,7 +25,7 @@ def _zero_bytes(n: int) -> memoryview:
 
 def aes128_ctr(key: bytes, outlen: int) -> bytes:
     """AES-128 in counter mode from an all-zero 128-bit counter block: the keystream of ``outlen`` bytes."""
-    enc = Cipher(algorithms.AES(key), modes.CTR(_ZERO_IV)).encryptor()
+    enc = Cipher(algorithms.AES(key), _COUNTER_FROM_ZERO).encryptor()
     return enc.update(_zero_bytes(outlen)) + enc.finalize()
 
 
@@ -46,5 +46,5 @@ def aes128_ctr_into(key: bytes, outlen: int, buf) -> None:
     """The keystream of ``outlen`` bytes written to the start of the writable buffer ``buf``,
     which must have 15 more bytes after them (the cipher's rule for writing into a buffer).
     The cipher keeps the GIL while it runs (about 20 us per 100 KB here)."""
-    enc = Cipher(algorithms.AES(key), modes.CTR(_ZERO_IV)).encryptor()
+    enc = Cipher(algorithms.AES(key), _COUNTER_FROM_ZERO).encryptor()
     enc.update_into(_zero_bytes(outlen), buf)

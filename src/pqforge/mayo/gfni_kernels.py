@@ -199,6 +199,6 @@ def verify(sig, t, epk, k, n, v, limbs, f_tail, units):
     compiled call. Public data only."""
     S = np.empty((k, n), np.uint8)
     decode_nibbles_into(sig, S)
-    y = np.zeros(2 * t.shape[0], np.uint8)
+    y = np.zeros(2 * len(t), np.uint8)
     evaluate_public(S, epk, v, limbs, f_tail, y, units)
     return equals_nibbles(y, t)

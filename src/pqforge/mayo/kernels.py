@@ -995,7 +995,7 @@ def verify_sized(sig, t, P, k, n, limbs, nibbles, f_tail, units):
     one compiled call. Public data only."""
     S = np.empty((k, n), np.uint8)
     decode_nibbles_into(sig, S)
-    y = np.zeros(2 * t.shape[0], np.uint8)
+    y = np.zeros(2 * len(t), np.uint8)
     evaluate_public_sized(S, P, limbs, nibbles, f_tail, y, units)
     return equals_nibbles(y, t)
 

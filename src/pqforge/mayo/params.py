@@ -106,7 +106,7 @@ class MayoParams:
         return (0,) * self.limbs
 
     @cached_property
-    def f_tail_array(self):
+    def f_tail_array(self) -> np.ndarray:
         """``f_tail`` as the int64 array the kernels take (shared: not to be written)."""
         return np.array(self.f_tail, np.int64)
 

@@ -256,10 +256,12 @@ def spare_bytes(params: MayoParams) -> int:
 
 def expand_pk(params: MayoParams, cpk: bytes) -> ExpandedPublicKey:
     b = params.P1_bytes + params.P2_bytes
-    encoded = np.empty(params.epk_bytes + spare_bytes(params), np.uint8)
+    spare = spare_bytes(params)
+    encoded = np.empty(params.epk_bytes + spare, np.uint8)
     aes128_ctr_into(cpk[:params.pk_seed_bytes], b, encoded)            # P1 || P2
-    encoded[b:params.epk_bytes] = np.frombuffer(cpk, np.uint8, offset=params.pk_seed_bytes)
-    encoded[params.epk_bytes:] = 0
+    view = memoryview(encoded)      # byte copies through the buffer: a numpy call each costs more
+    view[b:params.epk_bytes] = cpk[params.pk_seed_bytes:]
+    view[params.epk_bytes:] = bytes(spare)
     return ExpandedPublicKey(params, encoded)
 
 
@@ -327,11 +329,10 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
     """True when P*(s) = t (the specification's MAYO.Verify). ``sig`` must have sig_bytes bytes."""
     salt = sig[params.sig_bytes - params.salt_bytes:]
     t = shake256(shake256(msg, params.digest_bytes) + salt, params.m_bytes)     # t, encoded
-    encoded_sig, encoded_t = np.frombuffer(sig, np.uint8), np.frombuffer(t, np.uint8)
     if gfni.ACTIVE:
-        return _verify_gfni(params, encoded_sig, encoded_t, epk.encoded)
+        return _verify_gfni(params, sig, t, epk.encoded)
     P, encoded = epk.for_verification()
-    return (_verify_encoded if encoded else _verify_bitsliced)(params, encoded_sig, encoded_t, P)
+    return (_verify_encoded if encoded else _verify_bitsliced)(params, sig, t, P)
 
 
 # P*(s) = t, from the signature's and t's bytes in one compiled call each, compiled for the
