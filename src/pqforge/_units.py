@@ -297,13 +297,15 @@ POLL_SECONDS = 0.05
 """How often to look whether another process's helper has delivered an entry."""
 
 
-def wait(items: Sequence[Compilable]) -> None:
-    """Wait for the processes compiling any of ``items``: this process's helpers, and those that
-    other processes started and left running (their markers)."""
+def wait(items: Sequence[Compilable], own: bool = True) -> None:
+    """Wait for the processes compiling any of ``items``: this process's helpers (unless ``own``
+    is false), and those that other processes started and left running (their markers)."""
     with _lock:
         for item in items:
             worker = item._worker
             if worker is not None:
+                if not own:
+                    continue
                 try:
                     worker.wait(timeout=WORKER_SECONDS)
                 except subprocess.TimeoutExpired:

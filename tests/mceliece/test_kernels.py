@@ -52,6 +52,34 @@ def test_scalar_field(rng, m, poly, taps):
             assert _clmul_mod(a, inv, m, poly) == 1
 
 
+def test_every_parameter_set_uses_the_field_polynomial_of_the_block_products():
+    for p in PARAMS.values():
+        assert tuple(p.field_taps) == gf.FIELD_TAPS[p.m], p.name
+
+
+@pytest.mark.parametrize("m,poly,taps", FIELDS)
+def test_bitsliced_products_in_blocks_and_the_words_after_them(rng, m, poly, taps):
+    # 19 words: two blocks of gf.BLOCK through the vector-register product, 3 plane by plane
+    n = 19 * 64
+    a = rng.integers(0, 1 << m, n)
+    b = rng.integers(0, 1 << m, n)
+    A = gf.vec_from_scalars(a, m, 19)
+    B = gf.vec_from_scalars(b, m, 19)
+    want = [_clmul_mod(int(x), int(y), m, poly) for x, y in zip(a, b)]
+    out = np.empty_like(A)
+    gf.vec_mul(out, A, B, m, taps)
+    assert list(gf.vec_to_scalars(out, n)) == want
+    twin = np.empty_like(A)
+    gf.vec_mul.py_func(twin, A, B, m, taps)          # the twin of the block product: numpy
+    assert np.array_equal(twin, out)
+    aliased = A.copy()
+    gf.vec_mul(aliased, aliased, B, m, taps)         # out may be an input
+    assert np.array_equal(aliased, out)
+    other_order = np.empty_like(A)                   # the same polynomial, taps in another order:
+    gf.vec_mul(other_order, A, B, m, taps[::-1].copy())      # every word plane by plane
+    assert np.array_equal(other_order, out)
+
+
 @pytest.mark.parametrize("m,poly,taps", FIELDS)
 def test_bitsliced_mul_inv_eval(rng, m, poly, taps):
     n = 150

@@ -16,8 +16,9 @@ value and a branch on the secret between them, as a timing campaign found in Ber
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
-from numba.extending import overload
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic, overload
 
 from .._barrier import opaque
 from .._compile_cache import JIT_CACHE
@@ -261,25 +262,115 @@ def berlekamp_massey(s, t, m, fpoly):
 
 # --- bitsliced vectors ---------------------------------------------------------------------
 
+FIELD_TAPS = {12: (3, 0), 13: (4, 3, 1, 0)}
+"""z^m = sum z^tap: the field polynomials of Classic McEliece (every parameter set's ``field_taps``)."""
+
+BLOCK = 8
+"""Words of every plane that ``mul_block`` multiplies at once."""
+
+
+def mul_block(out, a, b, w, m):
+    """out[:, w:w+BLOCK] = a * b on those words of bitsliced vectors (m, W) of GF(2^m) with
+    Classic McEliece's field polynomial (``FIELD_TAPS``, m = 12 or 13); out may alias a or b.
+    Compiled: every plane of the block in vector registers, the m^2 plane products and the
+    reduction unrolled, one load of each input plane and one store of each output plane (a
+    pass over memory per plane product cost five to nine times as much). AND and XOR only:
+    inputs may be secret."""
+    taps = FIELD_TAPS[m]
+    prod = np.zeros((2 * m - 1, BLOCK), dtype=np.int64)
+    for i in range(m):
+        for j in range(m):
+            prod[i + j] ^= a[i, w:w + BLOCK] & b[j, w:w + BLOCK]
+    for i in range(2 * m - 2, m - 1, -1):
+        for tap in taps:
+            prod[i - m + tap] ^= prod[i]
+    out[:, w:w + BLOCK] = prod[:m]
+
+
+def _mul_block_intrinsic(m):
+    taps = FIELD_TAPS[m]
+
+    @intrinsic
+    def block(typingctx, out, a, b, w):
+        for arr in (out, a, b):
+            if not (isinstance(arr, types.Array) and arr.ndim == 2 and arr.layout == "C"
+                    and arr.dtype == types.int64):
+                return None
+        sig = types.void(out, a, b, w)
+
+        def codegen(context, builder, signature, args):
+            lanes = ir.VectorType(ir.IntType(64), BLOCK)
+            start = context.cast(builder, args[3], signature.args[3], types.int64)
+
+            def plane(k, row):              # pointer to words start.. of plane ``row`` of argument k
+                arr = context.make_array(signature.args[k])(context, builder, args[k])
+                offset = builder.add(builder.mul(builder.extract_value(arr.shape, 1),
+                                                 ir.Constant(ir.IntType(64), row)), start)
+                return builder.bitcast(builder.gep(arr.data, [offset]), lanes.as_pointer())
+
+            def load(k, row):
+                value = builder.load(plane(k, row))
+                value.align = 8
+                return value
+            A = [load(1, i) for i in range(m)]
+            B = [load(2, j) for j in range(m)]          # all loads before any store: out may alias
+            prod: list = [None] * (2 * m - 1)
+            for i in range(m):
+                for j in range(m):
+                    term = builder.and_(A[i], B[j])
+                    prod[i + j] = term if prod[i + j] is None else builder.xor(prod[i + j], term)
+            for i in range(2 * m - 2, m - 1, -1):
+                for tap in taps:
+                    prod[i - m + tap] = builder.xor(prod[i - m + tap], prod[i])
+            for k in range(m):
+                builder.store(prod[k], plane(0, k)).align = 8
+            return context.get_dummy_value()
+        return sig, codegen
+    return block
+
+
+_mul_block_12, _mul_block_13 = _mul_block_intrinsic(12), _mul_block_intrinsic(13)
+
+
+@overload(mul_block, inline="always")
+def _mul_block_compiled(out, a, b, w, m):
+    def impl(out, a, b, w, m):
+        if m == 12:
+            _mul_block_12(out, a, b, w)
+        else:
+            _mul_block_13(out, a, b, w)
+    return impl
+
+
 @njit(cache=JIT_CACHE)
 def vec_mul(out, a, b, m, taps):
     """out = a * b elementwise for bitsliced vectors (m, W); out may alias a or b.
 
     Schoolbook product of the planes then reduction by z^m = sum z^tap. Inputs may be secret.
+    With Classic McEliece's field polynomials (``taps`` as in ``FIELD_TAPS``) the words go
+    through ``mul_block`` BLOCK at a time, the rest (W not a multiple of BLOCK, other
+    polynomials) plane by plane here.
     """
     W = a.shape[1]
-    prod = np.zeros((2 * m - 1, W), dtype=np.int64)
+    done = 0
+    if (m == 12 and taps.shape[0] == 2 and taps[0] == 3 and taps[1] == 0) or (
+            m == 13 and taps.shape[0] == 4 and taps[0] == 4 and taps[1] == 3 and taps[2] == 1 and taps[3] == 0):
+        done = W - W % BLOCK
+        for w in range(0, done, BLOCK):
+            mul_block(out, a, b, w, m)
+    rest = W - done
+    prod = np.zeros((2 * m - 1, rest), dtype=np.int64)
     for i in range(m):
         for j in range(m):
-            for w in range(W):
-                prod[i + j, w] ^= a[i, w] & b[j, w]
+            for w in range(rest):
+                prod[i + j, w] ^= a[i, done + w] & b[j, done + w]
     for i in range(2 * m - 2, m - 1, -1):
         for tap in taps:
-            for w in range(W):
+            for w in range(rest):
                 prod[i - m + tap, w] ^= prod[i, w]
     for i in range(m):
-        for w in range(W):
-            out[i, w] = prod[i, w]
+        for w in range(rest):
+            out[i, done + w] = prod[i, w]
 
 
 @njit(cache=JIT_CACHE)

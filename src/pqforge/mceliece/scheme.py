@@ -59,7 +59,8 @@ def _prepare(path: str) -> Callable[[], None]:
     """With a first notice: key generation's kernels compile in two other processes (this one
     waits for them, then loads them), encapsulation's and decoding's in a third at low priority,
     for the operations that usually follow. A first encapsulation waits for a helper that an
-    earlier process (a ``pqforge kem keygen``) left compiling it."""
+    earlier process (a ``pqforge kem keygen``) left compiling it; this process's own helper
+    has had little time behind key generation's, so encapsulation compiles here then."""
     def prepare() -> None:
         if path == "keygen":
             prefetch(KEYGEN_POLYNOMIAL)
@@ -69,7 +70,7 @@ def _prepare(path: str) -> Callable[[], None]:
         if path == "keygen":
             wait(KEYGEN_POLYNOMIAL + KEYGEN_MATRIX)
         if path == "encapsulation":
-            wait(ENCAPSULATION)
+            wait(ENCAPSULATION, own=False)
     return prepare
 
 
