@@ -262,7 +262,8 @@ def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
     while True:
         ok, pre = encap_preimage(_weight_bytes(p, rng), rows, words, p.n, p.t, p.m, p.mt, p.pk_row_bytes)
         if ok:
-            return pre[1 + p.n // 8:].tobytes(), shake256(pre.tobytes(), 32)
+            hashed = pre.tobytes()          # 1 | e | C
+            return hashed[1 + p.n // 8:], shake256(hashed, 32)
 
 
 # -- decapsulation --------------------------------------------------------------------------
