@@ -20,7 +20,11 @@ from functools import lru_cache
 import numpy as np
 from numba import njit
 
-from .gf import _parity64, bit_mask, gf_inv, gf_mul, gf_reduce_all, vec_from_scalars, vec_mul
+from numba import types
+from numba.extending import intrinsic, overload
+
+from .gf import (BLOCK, PlaneBlocks, _parity64, bit_mask, gf_inv, gf_mul, gf_reduce_all, mul_block,
+                 planes_intrinsic_args, vec_from_scalars, vec_mul)
 from .._compile_cache import JIT_CACHE
 
 
@@ -87,6 +91,74 @@ def _low_word(j, lh):
     return ((j >> lh) << (lh + 1)) | (j & ((1 << lh) - 1))
 
 
+# -- butterflies of whole-word halves, BLOCK words at a time in vector registers ---------------
+
+def butterfly(E, U, lo, hi, j, m):
+    """One level's step of ``fft_evaluate`` on BLOCK words: E[:, lo..] ^= E[:, hi..] * U[:, j..],
+    then E[:, hi..] ^= E[:, lo..] (all planes; lo, hi, j public). Compiled: every plane in
+    vector registers (as ``gf.mul_block``). Masks and XORs only: E may be secret."""
+    P = np.empty((m, BLOCK), dtype=np.int64)
+    mul_block(P, np.ascontiguousarray(E[:, hi:hi + BLOCK]), np.ascontiguousarray(U[:, j:j + BLOCK]), 0, m)
+    E[:, lo:lo + BLOCK] ^= P
+    E[:, hi:hi + BLOCK] ^= E[:, lo:lo + BLOCK]
+
+
+def butterfly_transposed(E, U, lo, hi, j, m):
+    """The transpose of ``butterfly``: E[:, lo..] ^= E[:, hi..], then E[:, hi..] ^= E[:, lo..] *
+    U[:, j..]. As there: public positions, E may be secret."""
+    E[:, lo:lo + BLOCK] ^= E[:, hi:hi + BLOCK]
+    P = np.empty((m, BLOCK), dtype=np.int64)
+    mul_block(P, np.ascontiguousarray(E[:, lo:lo + BLOCK]), np.ascontiguousarray(U[:, j:j + BLOCK]), 0, m)
+    E[:, hi:hi + BLOCK] ^= P
+
+
+def _butterfly_intrinsic(m, transposed):
+    @intrinsic
+    def step(typingctx, E, U, lo, hi, j):
+        if not planes_intrinsic_args(E, U):
+            return None
+
+        def codegen(context, builder, signature, args):
+            g = PlaneBlocks(context, builder, signature, args)
+            lo, hi, j = g.word(2), g.word(3), g.word(4)
+            low, high, u = g.load(0, m, lo), g.load(0, m, hi), g.load(1, m, j)
+            if transposed:
+                low = g.xor(low, high)
+                high = g.xor(high, g.product(low, u, m))
+            else:
+                low = g.xor(low, g.product(high, u, m))
+                high = g.xor(high, low)
+            g.store(0, low, lo)
+            g.store(0, high, hi)
+            return context.get_dummy_value()
+        return types.void(E, U, lo, hi, j), codegen
+    return step
+
+
+_forward_12, _forward_13 = _butterfly_intrinsic(12, False), _butterfly_intrinsic(13, False)
+_transposed_12, _transposed_13 = _butterfly_intrinsic(12, True), _butterfly_intrinsic(13, True)
+
+
+@overload(butterfly, inline="always")
+def _butterfly_compiled(E, U, lo, hi, j, m):
+    def impl(E, U, lo, hi, j, m):
+        if m == 12:
+            _forward_12(E, U, lo, hi, j)
+        else:
+            _forward_13(E, U, lo, hi, j)
+    return impl
+
+
+@overload(butterfly_transposed, inline="always")
+def _butterfly_transposed_compiled(E, U, lo, hi, j, m):
+    def impl(E, U, lo, hi, j, m):
+        if m == 12:
+            _transposed_12(E, U, lo, hi, j)
+        else:
+            _transposed_13(E, U, lo, hi, j)
+    return impl
+
+
 @njit(cache=JIT_CACHE)
 def fft_evaluate(consts, Uw, Ub, m):
     """Combine the block constants (secret) upward into f(bitrev(x)) for all x < 2^m, bitsliced
@@ -115,7 +187,13 @@ def fft_evaluate(consts, Uw, Ub, m):
     P = np.empty((m, nw >> 1), dtype=np.int64)
     for d in range(D - 1, -1, -1):
         half = N >> (d + 1)
-        if half >= 64:
+        if half >= 64 and (half >> 6) >= BLOCK:      # whole-word halves of BLOCK words or more
+            hw = half >> 6
+            lh = _log2(hw)
+            for j in range(0, nw >> 1, BLOCK):
+                lo = _low_word(j, lh)
+                butterfly(E, Uw[d], lo, lo + hw, j, m)
+        elif half >= 64:
             hw = half >> 6
             lh = _log2(hw)
             for k in range(m):
@@ -212,7 +290,13 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     P = np.empty((m, nw >> 1), dtype=np.int64)
     for d in range(D):
         half = N >> (d + 1)
-        if half >= 64:
+        if half >= 64 and (half >> 6) >= BLOCK:
+            hw = half >> 6
+            lh = _log2(hw)
+            for j in range(0, nw >> 1, BLOCK):
+                lo = _low_word(j, lh)
+                butterfly_transposed(E, Uw[d], lo, lo + hw, j, m)
+        elif half >= 64:
             hw = half >> 6
             lh = _log2(hw)
             for k in range(m):

@@ -287,45 +287,74 @@ def mul_block(out, a, b, w, m):
     out[:, w:w + BLOCK] = prod[:m]
 
 
-def _mul_block_intrinsic(m):
-    taps = FIELD_TAPS[m]
+def planes_intrinsic_args(*arrays) -> bool:
+    """Whether the arguments are what the block intrinsics take: 2-D C-contiguous int64 arrays."""
+    return all(isinstance(arr, types.Array) and arr.ndim == 2 and arr.layout == "C" and arr.dtype == types.int64
+               for arr in arrays)
 
+
+class PlaneBlocks:
+    """LLVM IR for BLOCK words of every plane of 2-D int64 arrays: loads, stores, and the field
+    product of two sets of planes in vector registers (shared by ``mul_block`` and the FFT's
+    butterflies)."""
+
+    def __init__(self, context, builder, signature, args):
+        self.context, self.builder, self.signature, self.args = context, builder, signature, args
+        self.lanes = ir.VectorType(ir.IntType(64), BLOCK)
+
+    def word(self, k):
+        """Argument k (an integer) as int64."""
+        return self.context.cast(self.builder, self.args[k], self.signature.args[k], types.int64)
+
+    def _plane(self, k, row, start):
+        b = self.builder
+        arr = self.context.make_array(self.signature.args[k])(self.context, b, self.args[k])
+        offset = b.add(b.mul(b.extract_value(arr.shape, 1), ir.Constant(ir.IntType(64), row)), start)
+        return b.bitcast(b.gep(arr.data, [offset]), self.lanes.as_pointer())
+
+    def load(self, k, rows, start):
+        """Words start.. of planes 0..rows-1 of argument k."""
+        out = []
+        for row in range(rows):
+            value = self.builder.load(self._plane(k, row, start))
+            value.align = 8
+            out.append(value)
+        return out
+
+    def store(self, k, planes, start):
+        for row, value in enumerate(planes):
+            self.builder.store(value, self._plane(k, row, start)).align = 8
+
+    def xor(self, x, y):
+        return [self.builder.xor(a, b) for a, b in zip(x, y)]
+
+    def product(self, A, B, m):
+        """The planes of A * B in GF(2^m) (``FIELD_TAPS[m]``): m^2 ANDs and XORs, then the reduction."""
+        b = self.builder
+        prod: list = [None] * (2 * m - 1)
+        for i in range(m):
+            for j in range(m):
+                term = b.and_(A[i], B[j])
+                prod[i + j] = term if prod[i + j] is None else b.xor(prod[i + j], term)
+        for i in range(2 * m - 2, m - 1, -1):
+            for tap in FIELD_TAPS[m]:
+                prod[i - m + tap] = b.xor(prod[i - m + tap], prod[i])
+        return prod[:m]
+
+
+def _mul_block_intrinsic(m):
     @intrinsic
     def block(typingctx, out, a, b, w):
-        for arr in (out, a, b):
-            if not (isinstance(arr, types.Array) and arr.ndim == 2 and arr.layout == "C"
-                    and arr.dtype == types.int64):
-                return None
-        sig = types.void(out, a, b, w)
+        if not planes_intrinsic_args(out, a, b):
+            return None
 
         def codegen(context, builder, signature, args):
-            lanes = ir.VectorType(ir.IntType(64), BLOCK)
-            start = context.cast(builder, args[3], signature.args[3], types.int64)
-
-            def plane(k, row):              # pointer to words start.. of plane ``row`` of argument k
-                arr = context.make_array(signature.args[k])(context, builder, args[k])
-                offset = builder.add(builder.mul(builder.extract_value(arr.shape, 1),
-                                                 ir.Constant(ir.IntType(64), row)), start)
-                return builder.bitcast(builder.gep(arr.data, [offset]), lanes.as_pointer())
-
-            def load(k, row):
-                value = builder.load(plane(k, row))
-                value.align = 8
-                return value
-            A = [load(1, i) for i in range(m)]
-            B = [load(2, j) for j in range(m)]          # all loads before any store: out may alias
-            prod: list = [None] * (2 * m - 1)
-            for i in range(m):
-                for j in range(m):
-                    term = builder.and_(A[i], B[j])
-                    prod[i + j] = term if prod[i + j] is None else builder.xor(prod[i + j], term)
-            for i in range(2 * m - 2, m - 1, -1):
-                for tap in taps:
-                    prod[i - m + tap] = builder.xor(prod[i - m + tap], prod[i])
-            for k in range(m):
-                builder.store(prod[k], plane(0, k)).align = 8
+            g = PlaneBlocks(context, builder, signature, args)
+            start = g.word(3)
+            A, B = g.load(1, m, start), g.load(2, m, start)     # all loads first: out may alias
+            g.store(0, g.product(A, B, m), start)
             return context.get_dummy_value()
-        return sig, codegen
+        return types.void(out, a, b, w), codegen
     return block
 
 
