@@ -135,28 +135,23 @@ def _butterfly_intrinsic(m, transposed):
     return step
 
 
-_forward_12, _forward_13 = _butterfly_intrinsic(12, False), _butterfly_intrinsic(13, False)
-_transposed_12, _transposed_13 = _butterfly_intrinsic(12, True), _butterfly_intrinsic(13, True)
+def _compiled_per_field(step, transposed):
+    """The compiled form of ``step`` (``butterfly`` or ``butterfly_transposed``): the intrinsic of
+    the field size."""
+    for_12, for_13 = _butterfly_intrinsic(12, transposed), _butterfly_intrinsic(13, transposed)
+
+    @overload(step, inline="always")
+    def compiled(E, U, lo, hi, j, m):
+        def impl(E, U, lo, hi, j, m):
+            if m == 12:
+                for_12(E, U, lo, hi, j)
+            else:
+                for_13(E, U, lo, hi, j)
+        return impl
 
 
-@overload(butterfly, inline="always")
-def _butterfly_compiled(E, U, lo, hi, j, m):
-    def impl(E, U, lo, hi, j, m):
-        if m == 12:
-            _forward_12(E, U, lo, hi, j)
-        else:
-            _forward_13(E, U, lo, hi, j)
-    return impl
-
-
-@overload(butterfly_transposed, inline="always")
-def _butterfly_transposed_compiled(E, U, lo, hi, j, m):
-    def impl(E, U, lo, hi, j, m):
-        if m == 12:
-            _transposed_12(E, U, lo, hi, j)
-        else:
-            _transposed_13(E, U, lo, hi, j)
-    return impl
+_compiled_per_field(butterfly, False)
+_compiled_per_field(butterfly_transposed, True)
 
 
 @njit(cache=JIT_CACHE)
