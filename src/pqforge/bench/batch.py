@@ -133,7 +133,7 @@ def _kernel_calls(p, sk, msg):
     epk = sk.public_key().expanded()
     sig = sk.sign(msg)
     S = batch_data.signature_vectors(p, [sig])[0]
-    f_tail = np.array(p.f_tail, np.int64)
+    f_tail = p.f_tail_array
     W = p.words
     U = np.zeros((p.k, p.k, W), np.uint64)
     kernels.public_pairs(S, epk.P, U)

@@ -55,7 +55,7 @@ def steps(p: MayoParams) -> dict:
     kernels.mul_transposed(Vt, esk.L, False, M)
     U = np.zeros((k, k, W), np.uint64)
     kernels.quadratic_pairs(V, esk.P1, U)
-    f_tail = np.array(p.f_tail, np.int64)
+    f_tail = p.f_tail_array
     A = np.zeros((W, k * o), np.uint64)
     y = np.zeros(W, np.uint64)
     kernels.whip_bitsliced(U, M, m, f_tail, y, A)
@@ -80,7 +80,7 @@ def steps(p: MayoParams) -> dict:
     }
     if gfni.ACTIVE:
         slots = scheme.public_slots(p, seed_pk)
-        limbs = (0,) * p.limbs
+        limbs = p.zero_limbs
         pk_out = np.zeros(p.P3_bytes, np.uint8)
         out.update({
             "GFNI: keygen products": _cpu_us(lambda: gfni_kernels.public_key_from_slots(

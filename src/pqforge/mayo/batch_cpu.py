@@ -56,9 +56,9 @@ def _verify_indices(p: MayoParams, key, messages, sigs, out, idx):
 def verify_loop(p: MayoParams, key, data, offsets, rows, res) -> None:
     """The compiled loop of a one-key chunk: res = the verdicts of the signature rows over the
     messages data[offsets[b]:offsets[b+1]], the key in its ``verification_form``."""
-    f_tail = np.array(p.f_tail, np.int64)
+    f_tail = p.f_tail_array
     if key[1] is None:
-        batch_kernels.verify_chunk_encoded(key[0], p.v, (0,) * p.limbs, data, offsets, rows, f_tail,
+        batch_kernels.verify_chunk_encoded(key[0], p.v, p.zero_limbs, data, offsets, rows, f_tail,
                                            p.k, p.n, p.m, p.digest_bytes, res, kernels.verify_units())
     else:
         batch_kernels.verify_chunk(key[0], key[1], data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res,
@@ -68,9 +68,9 @@ def verify_loop(p: MayoParams, key, data, offsets, rows, res) -> None:
 def sign_loop(p: MayoParams, esk: scheme.ExpandedSecretKey, V, R, T, S, ok) -> None:
     """The compiled loop of a one-key chunk: one signing attempt per element (``sign_chunk``), on
     the key's encoding with the GFNI kernels where they run."""
-    f_tail = np.array(p.f_tail, np.int64)
+    f_tail = p.f_tail_array
     if gfni.ACTIVE and esk.slots is not None:
-        batch_kernels.sign_chunk_encoded(esk.O, esk.slots, V, R, T, f_tail, p.n, (0,) * p.limbs, S, ok,
+        batch_kernels.sign_chunk_encoded(esk.O, esk.slots, V, R, T, f_tail, p.n, p.zero_limbs, S, ok,
                                          kernels.units())
     else:
         batch_kernels.sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok, kernels.units())
@@ -90,7 +90,7 @@ def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
     into a reused buffer and verifies its elements: no key object and no allocation per key."""
     p12, seed, mb = p.P1_bytes + p.P2_bytes, p.pk_seed_bytes, p.m_bytes
     to_p12, to_p3 = scheme._public_entry_places(p)
-    f_tail = np.array(p.f_tail, np.int64)
+    f_tail = p.f_tail_array
 
     def work(lo, hi):
         part = groups[lo:hi]
@@ -113,7 +113,7 @@ def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
             epks = np.zeros((len(part), p.epk_bytes + scheme.spare_bytes(p)), np.uint8)
             epks[:, :p12] = flat[:len(part) * p12].reshape(len(part), p12)
             epks[:, p12:p.epk_bytes] = P3
-            batch_kernels.verify_fresh_keys_encoded(epks, p.v, (0,) * p.limbs, np.array(first, np.int64), data,
+            batch_kernels.verify_fresh_keys_encoded(epks, p.v, p.zero_limbs, np.array(first, np.int64), data,
                                                     offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res,
                                                     kernels.verify_units())
         else:
@@ -153,7 +153,7 @@ def _sign_fresh_keys(p: MayoParams, groups, messages, randomness, out, threads):
     elements hashed in compiled code (``batch_data.signing_inputs``), then one compiled loop
     (``batch_kernels.sign_fresh_keys``) expands each key and signs its elements: one GIL-free
     stretch per chunk instead of several per key."""
-    f_tail = np.array(p.f_tail, np.int64)
+    f_tail = p.f_tail_array
 
     def work(lo, hi):
         part = groups[lo:hi]
@@ -170,7 +170,7 @@ def _sign_fresh_keys(p: MayoParams, groups, messages, randomness, out, threads):
         if gfni.ACTIVE:
             _, slots, _, O = batch_data.seed_slots(p, seeds)
             batch_kernels.sign_fresh_keys_encoded(slots, O, np.array(first, np.int64), V, R, T, f_tail, p.n,
-                                                  (0,) * p.limbs, S, ok, kernels.units())
+                                                  p.zero_limbs, S, ok, kernels.units())
         else:
             _, streams, O = batch_data.seed_streams(p, seeds)
             batch_kernels.sign_fresh_keys(streams, O, np.array(first, np.int64), V, R, T, f_tail, p.n, p.m, S, ok,
@@ -237,7 +237,7 @@ class CpuBackend(SignatureBackend):
             encoded = np.empty((hi - lo, p.P3_bytes), np.uint8)
             if gfni.ACTIVE:
                 seed_pks, slots, oils, _ = batch_data.seed_slots(p, seeds[lo:hi])
-                batch_kernels.public_keys_chunk_encoded(slots, oils, p.v, p.o, (0,) * p.limbs, encoded)
+                batch_kernels.public_keys_chunk_encoded(slots, oils, p.v, p.o, p.zero_limbs, encoded)
             else:
                 seed_pks, streams, O = batch_data.seed_streams(p, seeds[lo:hi])
                 batch_kernels.public_keys_chunk(streams, O, p.m, encoded)

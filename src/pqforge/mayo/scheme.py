@@ -181,7 +181,7 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     encoded = np.empty(params.P3_bytes, np.uint8)
     if gfni.ACTIVE:                  # O's elements straight from its encoding, inside the kernel
         gfni_kernels.public_key_from_slots(public_slots(params, seed_pk), np.frombuffer(o_bytes, np.uint8),
-                                           params.v, params.o, (0,) * params.limbs, encoded)
+                                           params.v, params.o, params.zero_limbs, encoded)
     else:
         kernels.public_key_from_stream(public_stream(params, seed_pk), decode_oil(params, o_bytes), params.m, encoded)
     return seed_pk + encoded.tobytes()
@@ -221,7 +221,7 @@ def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     v, o = params.v, params.o
     if gfni.ACTIVE:                  # L = (P1 + P1^T) O + P2 on the encoding, kept there
         slots = public_slots(params, seed_pk)
-        gfni_kernels.expand_secret_slots(slots, O, (0,) * params.limbs)
+        gfni_kernels.expand_secret_slots(slots, O, params.zero_limbs)
         return ExpandedSecretKey(csk, O, slots=slots)
     P1L = np.empty((v * (v + 1) // 2 + v * o, params.words), np.uint64)
     kernels.expand_secret_from_stream(public_stream(params, seed_pk), O, params.m, P1L)
@@ -301,7 +301,7 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     digest = shake256(msg, params.digest_bytes)
     salt = shake256(digest + rng(params.salt_bytes) + esk.seed_sk, params.salt_bytes)
     t = _target(params, digest, salt)
-    f_tail = np.array(params.f_tail, np.int64)
+    f_tail = params.f_tail_array
     x = np.zeros(k * o, np.uint8)
     vb = params.v_bytes
     units = kernels.units()
@@ -313,7 +313,7 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
         # M_i = v_i^T L, U[i, j] = v_i^T P1 v_j, A and y = t - sum z^ell u whipped, A x = y solved
         V = np.ascontiguousarray(V)
         if gfni.ACTIVE and esk.slots is not None:
-            full_rank = gfni_kernels.sign_attempt(V, r, esk.slots, o, t, f_tail, (0,) * params.limbs, x, units)
+            full_rank = gfni_kernels.sign_attempt(V, r, esk.slots, o, t, f_tail, params.zero_limbs, x, units)
         else:
             full_rank = kernels.sign_attempt(V, r, esk.P1, esk.L, t, f_tail, x, units)
         if full_rank:

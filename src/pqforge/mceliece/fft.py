@@ -154,6 +154,19 @@ _compiled_per_field(butterfly, False)
 _compiled_per_field(butterfly_transposed, True)
 
 
+@njit(cache=JIT_CACHE, inline="always")
+def _wide_level(E, U, hw, m, transposed):
+    """One level whose halves are hw >= BLOCK whole words, a butterfly per BLOCK words (forward,
+    or its transpose; ``transposed`` is public)."""
+    lh = _log2(hw)
+    for j in range(0, E.shape[1] >> 1, BLOCK):
+        lo = _low_word(j, lh)
+        if transposed:
+            butterfly_transposed(E, U, lo, lo + hw, j, m)
+        else:
+            butterfly(E, U, lo, lo + hw, j, m)
+
+
 @njit(cache=JIT_CACHE)
 def fft_evaluate(consts, Uw, Ub, m):
     """Combine the block constants (secret) upward into f(bitrev(x)) for all x < 2^m, bitsliced
@@ -183,11 +196,7 @@ def fft_evaluate(consts, Uw, Ub, m):
     for d in range(D - 1, -1, -1):
         half = N >> (d + 1)
         if half >= 64 and (half >> 6) >= BLOCK:      # whole-word halves of BLOCK words or more
-            hw = half >> 6
-            lh = _log2(hw)
-            for j in range(0, nw >> 1, BLOCK):
-                lo = _low_word(j, lh)
-                butterfly(E, Uw[d], lo, lo + hw, j, m)
+            _wide_level(E, Uw[d], half >> 6, m, False)
         elif half >= 64:
             hw = half >> 6
             lh = _log2(hw)
@@ -286,11 +295,7 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     for d in range(D):
         half = N >> (d + 1)
         if half >= 64 and (half >> 6) >= BLOCK:
-            hw = half >> 6
-            lh = _log2(hw)
-            for j in range(0, nw >> 1, BLOCK):
-                lo = _low_word(j, lh)
-                butterfly_transposed(E, Uw[d], lo, lo + hw, j, m)
+            _wide_level(E, Uw[d], half >> 6, m, True)
         elif half >= 64:
             hw = half >> 6
             lh = _log2(hw)
