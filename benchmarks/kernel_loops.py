@@ -1,0 +1,84 @@
+"""Single kernels timed inside compiled loops (no interpreter or dispatcher in the timed region):
+MAYO's solution sampling, Classic McEliece's bitsliced product and decoding steps.
+
+    python benchmarks/kernel_loops.py [--rounds 7] [--calls 500]
+
+Prints one JSON object: microseconds per call, the least over the rounds. It imports whichever
+pqforge is first on the path, so ``PYTHONPATH=<other checkout>/src`` times another commit with
+the same script (interleave the two, several times: the machines are noisy).
+"""
+
+import argparse
+import json
+import time
+
+import numba as nb
+import numpy as np
+
+from pqforge import mceliece
+from pqforge.mayo import kernels as mk
+from pqforge.mceliece import decode, fft, gf, scheme
+
+
+def _loop(kernel):
+    @nb.njit
+    def run(calls, args):
+        for _ in range(calls):
+            kernel(*args)
+    return run
+
+
+def _least(run, args, rounds, calls):
+    run(1, args)                                    # compile
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        run(calls, args)
+        best = min(best, (time.perf_counter() - start) / calls)
+    return round(best * 1e6, 2)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--calls", type=int, default=500)
+    a = ap.parse_args()
+    rng = np.random.default_rng(1)
+    out = {}
+
+    # MAYO-2's system: m = 64 equations, k o = 68 unknowns (random, so full rank)
+    m, ko = 64, 68
+    system = (rng.integers(0, 2**63, (4, ko), dtype=np.uint64), rng.integers(0, 2**63, 4, dtype=np.uint64), m,
+              rng.integers(0, 16, ko, dtype=np.uint8), np.zeros(ko, np.uint8))
+    out["mayo2 sample_solution_bitsliced"] = _least(_loop(mk.sample_solution_bitsliced), system, a.rounds, a.calls)
+
+    taps = {12: np.array([3, 0], np.int64), 13: np.array([4, 3, 1, 0], np.int64)}
+    for planes, words in ((12, 32), (12, 64), (13, 64), (13, 128)):
+        x, y = (rng.integers(-2**63, 2**63, (planes, words), dtype=np.int64) for _ in range(2))
+        out[f"vec_mul ({planes}, {words})"] = _least(_loop(gf.vec_mul), (np.empty_like(x), x, y, planes, taps[planes]),
+                                                     a.rounds, a.calls)
+
+    p = mceliece.get("Classic-McEliece-348864").params
+    _, sk = mceliece.keypair(p.name)
+    g, _, _ = scheme._sk_parts(p, sk)
+    fpoly, ftaps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub = scheme.decoding_constants(p)
+    values = np.empty((p.m, (1 << p.m) >> 6), np.int64)
+    decode._monic_values(g, ev_powers, ev_Uw, ev_Ub, xt, p.m, fpoly, values)
+    consts = fft.fft_coefficients(g, ev_powers, ev_powers.shape[1], p.m, fpoly)
+    steps = {
+        "348864 g at every element (_monic_values)": (decode._monic_values,
+                                                      (g, ev_powers, ev_Uw, ev_Ub, xt, p.m, fpoly, np.empty_like(values))),
+        "348864 1/g^2 (_inverse_square)": (decode._inverse_square, (values, p.m, ftaps, np.empty_like(values))),
+        "348864 fft_evaluate": (fft.fft_evaluate, (consts, ev_Uw, ev_Ub, p.m)),
+        # the transposed FFT overwrites its input: time it on a fresh copy each call
+        "348864 power sums (copy + fft_transposed)": (
+            nb.njit(lambda E, Uw, Ub, powers, m, fpoly: fft.fft_transposed(E.copy(), Uw, Ub, powers, m, fpoly)),
+            (values, sy_Uw, sy_Ub, sy_powers, p.m, fpoly)),
+    }
+    for name, (kernel, args) in steps.items():
+        out[name] = _least(_loop(kernel), args, a.rounds, a.calls)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
