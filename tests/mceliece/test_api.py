@@ -153,3 +153,9 @@ def test_padding_bits_of_6960119():
     pk[alg.params.pk_row_bytes - 1] |= 0x80   # k = 5413: the top 3 bits of each row's last byte
     with pytest.raises(InvalidKey, match="padding"):
         alg.encapsulate(bytes(pk))
+    with pytest.raises(InvalidKey, match="padding"):
+        alg.public_key_from_bytes(bytes(pk))
+    pk = bytearray(official["pk"])
+    pk[-1] |= 0x20                             # the last row
+    with pytest.raises(InvalidKey, match="padding"):
+        alg.encapsulate(bytes(pk))

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from numba import njit
 
 from pqforge.mceliece import benes, decode, fft, gf, matrix
 from pqforge.mceliece.params import PARAMS
@@ -358,13 +359,31 @@ def test_encapsulation_kernels_twins(rng):
     pk.reshape(rows, row_bytes)[:, -1] &= (1 << (k % 8)) - 1          # zero padding bits
     ebits = rng.integers(0, 2, n).astype(np.uint8)
     ev = np.packbits(np.concatenate([ebits, np.zeros(-n % 8, np.uint8)]), bitorder="little")
-    words = pk[:len(pk) // 8 * 8].view(np.int64)
-    s = matrix.syndrome_from_public_key(pk, words, ev, rows, row_bytes)
-    assert np.array_equal(s, matrix.syndrome_from_public_key.py_func(pk, words, ev, rows, row_bytes))
+    s = matrix.syndrome_from_public_key(pk.tobytes(), ev, rows, row_bytes)     # as encapsulation passes it
+    assert np.array_equal(s, matrix.syndrome_from_public_key(pk, ev, rows, row_bytes))
+    assert np.array_equal(s, matrix.syndrome_from_public_key.py_func(pk, ev, rows, row_bytes))
     # H e with H = [I | T] written out bit by bit
     T = np.unpackbits(pk.reshape(rows, row_bytes), axis=1, bitorder="little")[:, :k]
     want = (ebits[:rows].astype(int) + T.astype(int) @ ebits[rows:].astype(int)) % 2
     assert np.array_equal(np.unpackbits(s, bitorder="little")[:rows], want)
+    assert matrix.padding_ok(pk.tobytes(), rows, row_bytes, k) == 1
+    for row in (0, rows - 1):
+        bad = pk.copy()
+        bad[(row + 1) * row_bytes - 1] |= 1 << (k % 8)
+        assert matrix.padding_ok(bad.tobytes(), rows, row_bytes, k) == 0
+
+
+def test_load_le64_any_alignment(rng):
+    buf = rng.integers(0, 256, 40).astype(np.uint8)
+    for offset in range(33):
+        want = int.from_bytes(buf[offset:offset + 8].tobytes(), "little", signed=True)
+        assert matrix.load_le64(buf, offset) == want
+        assert _load_le64_loop(buf.tobytes(), offset) == want
+
+
+@njit
+def _load_le64_loop(buf, offset):
+    return matrix.load_le64(buf, offset)
 
 
 def test_decap_preimage_twin():

@@ -496,8 +496,7 @@ def _mceliece_targets():
         from ..mceliece import matrix, scheme as ms
         pk = _mce_public(p)
         e = matrix.weight_vector(ms.fixed_weight(p, rng.bytes), p.n // 8)
-        return (np.frombuffer(pk, np.uint8).copy(), np.frombuffer(pk, np.int64, len(pk) // 8).copy(), e,
-                p.mt, p.pk_row_bytes)
+        return (np.frombuffer(pk, np.uint8).copy(), e, p.mt, p.pk_row_bytes)
 
     def sort_keys(p, rng, fixed):          # key generation's random words, tagged with positions
         perm = rng.integers(0, 2 ** 32, p.q, dtype=np.int64)

@@ -7,7 +7,9 @@ which the specification packs bytes (little-endian bits), so byte views need no 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic, overload
 
 from .gf import bit_mask, secret_mask, vec_eval_table, vec_inv, vec_mul_table, vec_times_z_table
 from .._compile_cache import JIT_CACHE
@@ -184,7 +186,7 @@ def fixed_weight_indices(buf, n, t, m):
     when n < 2^m, the first t words below n. Returns (ok, indices); ok = 0 asks for fresh bytes
     (too few words below n, or a repeated index), the submission's public rejection loop.
     """
-    words = buf.shape[0] // 2
+    words = len(buf) // 2
     mask = (1 << m) - 1
     ind = np.zeros(t, dtype=np.int64)
     count = 0
@@ -219,46 +221,65 @@ def weight_vector(ind, nbytes):
     return words.view(np.uint8)[:nbytes].copy()
 
 
-@njit(cache=JIT_CACHE)
-def syndrome_from_public_key(pk, pk64, e, mt, row_bytes):
-    """H e for H = [I | T] with T the packed public key (uint8 view, no copy; pk64 = its whole
-    8-byte words as int64, also a view); e (bytes) secret.
+def load_le64(buf, offset):
+    """The little-endian 64-bit word (int64) at byte ``offset`` of a uint8 buffer, any alignment;
+    offset + 8 <= len(buf) is the caller's bound. Compiled: one unaligned load."""
+    return np.int64(int.from_bytes(bytes(buf[offset:offset + 8]), "little", signed=True))
 
-    Every row is combined with every byte of e's tail, eight bytes at a time: e's tail is laid
-    out at each of the 8 byte offsets a row can start at, so unaligned rows need no shifting.
-    Parities come from fixed folds.
+
+@intrinsic
+def _load_le64(typingctx, buf, offset):
+    if not (isinstance(buf, types.Buffer) and buf.dtype == types.uint8 and buf.ndim == 1 and buf.layout == "C"
+            and isinstance(offset, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        at = context.cast(builder, args[1], signature.args[1], types.int64)
+        word = builder.load(builder.bitcast(builder.gep(data, [at]), ir.IntType(64).as_pointer()))
+        word.align = 1
+        return word
+    return types.int64(buf, offset), codegen
+
+
+@overload(load_le64, inline="always")
+def _load_le64_compiled(buf, offset):
+    def impl(buf, offset):
+        return _load_le64(buf, offset)
+    return impl
+
+
+@njit(cache=JIT_CACHE)
+def syndrome_from_public_key(pk, e, mt, row_bytes):
+    """H e for H = [I | T] with T the packed public key (bytes, or a uint8 array, row by row,
+    read in place); e (bytes) secret.
+
+    e's tail is laid out once as words aligned with a row's first byte; every row is read as
+    whole 8-byte words wherever it starts (unaligned loads) and its last row_bytes % 8 bytes
+    from the word that ends the row. Parities come from fixed folds.
     """
     nb = e.shape[0]
     sh = mt & 7
     base = mt >> 3
-    tail = np.zeros(row_bytes, dtype=np.int64)
+    full = row_bytes >> 3
+    rest = row_bytes & 7
+    tail = np.zeros(full + 1, dtype=np.int64)
     for j in range(row_bytes):
         v = np.int64(e[base + j]) >> sh if base + j < nb else 0
         if sh and base + j + 1 < nb:
             v |= np.int64(e[base + j + 1]) << (8 - sh)
-        tail[j] = v & 0xFF
-    span = (row_bytes + 14) >> 3
-    shifted = np.zeros((8, span), dtype=np.int64)
-    for b in range(8):
-        for j in range(row_bytes):
-            pos = b + j
-            shifted[b, pos >> 3] |= tail[j] << (8 * (pos & 7))
+        tail[j >> 3] |= (v & 0xFF) << (8 * (j & 7))
     s = np.zeros((mt + 7) >> 3, dtype=np.uint8)
     for i in range(mt):
         off = i * row_bytes
-        w0 = off >> 3
-        b = off & 7
-        nw = (b + row_bytes + 7) >> 3
         acc = 0
-        if w0 + nw <= pk64.shape[0]:
-            for x in range(nw):
-                acc ^= pk64[w0 + x] & shifted[b, x]
-            acc ^= acc >> 32
-            acc ^= acc >> 16
-            acc ^= acc >> 8
-        else:                                   # the last row may end in a partial word
-            for j in range(row_bytes):
-                acc ^= np.int64(pk[off + j]) & tail[j]
+        for x in range(full):
+            acc ^= load_le64(pk, off + 8 * x) & tail[x]
+        if rest:                                # public: the row's last bytes, at the word's top
+            acc ^= (load_le64(pk, off + row_bytes - 8) >> (64 - 8 * rest)) & tail[full]
+        acc ^= acc >> 32
+        acc ^= acc >> 16
+        acc ^= acc >> 8
         acc ^= acc >> 4
         acc ^= acc >> 2
         acc ^= acc >> 1
@@ -268,20 +289,34 @@ def syndrome_from_public_key(pk, pk64, e, mt, row_bytes):
 
 
 @njit(cache=JIT_CACHE)
-def encap_preimage(buf, pk, pk64, n, t, m, mt, row_bytes):
+def padding_ok(pk, mt, row_bytes, k):
+    """1 when every row of the packed public key has zero bits past its k columns, else 0
+    (public)."""
+    if k & 7 == 0:
+        return 1
+    bad = 0
+    for i in range(mt):
+        bad |= np.int64(pk[(i + 1) * row_bytes - 1]) >> (k & 7)
+    return 1 if bad == 0 else 0
+
+
+@njit(cache=JIT_CACHE)
+def encap_preimage(buf, pk, n, t, m, mt, row_bytes):
     """Encapsulation's compiled part: (ok, 1 | e | C), the hash input of the shared secret, with
-    e from FixedWeight's random bytes buf and C = H e (pk and pk64 as for
-    syndrome_from_public_key). ok = 0 asks for fresh bytes (the submission's public rejection
-    loop). Secret: buf and e.
+    e from FixedWeight's random bytes buf and C = H e (pk as for syndrome_from_public_key).
+    ok = 0 asks for fresh bytes (the submission's public rejection loop); ok = -1: the public
+    key has nonzero padding bits. Secret: buf and e.
     """
     nb = n >> 3
     sb = (mt + 7) >> 3
     out = np.empty(1 + nb + sb, dtype=np.uint8)
+    if not padding_ok(pk, mt, row_bytes, n - mt):
+        return -1, out
     ok, ind = fixed_weight_indices(buf, n, t, m)
     if ok == 0:
         return 0, out
     e = weight_vector(ind, nb)
-    C = syndrome_from_public_key(pk, pk64, e, mt, row_bytes)
+    C = syndrome_from_public_key(pk, e, mt, row_bytes)
     out[0] = 1
     for i in range(nb):
         out[1 + i] = e[i]

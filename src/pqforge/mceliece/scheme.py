@@ -27,7 +27,7 @@ from .decode import decap_preimage
 from .fft import fft_constants, fft_size
 from .gf import field_poly, genpoly, vec_from_scalars, vec_mul, vec_square
 from .matrix import (encap_preimage, eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key,
-                     parity_check_matrix)
+                     padding_ok, parity_check_matrix)
 from .params import Params
 
 _ALL_PIVOTS = 0xFFFFFFFF     # c for the plain sets: the first mt columns are the pivots
@@ -39,8 +39,7 @@ COMPILE_SECONDS = {"keygen": 10, "public key": 6, "encapsulation": 2, "decapsula
 # The kernels that key generation and encapsulation call, with the argument types of those calls:
 # a first use compiles them in other processes, side by side (``pqforge._units``).
 _i64 = {d: types.Array(types.int64, d, "C") for d in (1, 2)}
-_i64_ro, _u8, _u8_ro = (types.Array(types.int64, 1, "C", readonly=True), types.Array(types.uint8, 1, "C"),
-                        types.Array(types.uint8, 1, "C", readonly=True))
+_i64_ro, _u8 = types.Array(types.int64, 1, "C", readonly=True), types.Array(types.uint8, 1, "C")
 _int = types.int64
 KEYGEN_POLYNOMIAL = (Ahead(genpoly, (_i64[1], _int, _int, _i64[1], types.boolean)),)
 KEYGEN_MATRIX = (
@@ -52,7 +51,8 @@ KEYGEN_MATRIX = (
     Ahead(pack_public_key, (_i64[2], _int, _int, _int, _u8)),
     Ahead(control_bits, (_i64[1], _int)),
 )
-ENCAPSULATION = (Ahead(encap_preimage, (_u8_ro, _u8_ro, _i64_ro, _int, _int, _int, _int, _int)),)
+_bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
+ENCAPSULATION = (Ahead(encap_preimage, (_bytes, _bytes, _int, _int, _int, _int, _int)),)
 
 
 def _prepare(path: str) -> Callable[[], None]:
@@ -179,15 +179,21 @@ def keypair(p: Params, rng=None) -> tuple[bytes, bytes]:
 
 # -- encodings ------------------------------------------------------------------------------
 
-def check_public_key(p: Params, pk) -> bytes:
+def _public_key_bytes(p: Params, pk) -> bytes:
     try:
-        pk = require_bytes(pk, f"{p.name} public key", p.public_key_size)
+        return require_bytes(pk, f"{p.name} public key", p.public_key_size)
     except InvalidInput as exc:
         raise InvalidKey(str(exc)) from None
-    if p.k % 8:
-        last = np.frombuffer(pk, dtype=np.uint8).reshape(p.mt, p.pk_row_bytes)[:, -1]
-        if np.any(last >> (p.k % 8)):
-            raise InvalidKey(f"{p.name} public key has nonzero padding bits")
+
+
+def _padding_error(p: Params) -> InvalidKey:
+    return InvalidKey(f"{p.name} public key has nonzero padding bits")
+
+
+def check_public_key(p: Params, pk) -> bytes:
+    pk = _public_key_bytes(p, pk)
+    if not padding_ok(pk, p.mt, p.pk_row_bytes, p.k):
+        raise _padding_error(p)
     return pk
 
 
@@ -235,10 +241,10 @@ def public_key_from_private(p: Params, sk: bytes) -> bytes:
 
 # -- encapsulation --------------------------------------------------------------------------
 
-def _weight_bytes(p: Params, rng) -> np.ndarray:
+def _weight_bytes(p: Params, rng) -> bytes:
     # FixedWeight's random bytes: 2t words, or 4t when n < 2^m (the first t below n are kept)
     draw = 2 * (p.t if p.n == p.q else 2 * p.t)
-    return np.frombuffer(require_bytes(rng(draw), "random bytes", draw), dtype=np.uint8)
+    return require_bytes(rng(draw), "random bytes", draw)
 
 
 def fixed_weight(p: Params, rng) -> np.ndarray:
@@ -254,13 +260,14 @@ def fixed_weight(p: Params, rng) -> np.ndarray:
 @_compiling("encapsulation")
 def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
     """(ciphertext, shared secret) for public key pk: FixedWeight, the syndrome and the hash
-    input 1 | e | C in one compiled call per draw of random bytes."""
-    pk = check_public_key(p, pk)
+    input 1 | e | C in one compiled call per draw of random bytes (which also checks the public
+    key's padding bits)."""
+    pk = _public_key_bytes(p, pk)
     rng = _rng(rng)
-    rows = np.frombuffer(pk, dtype=np.uint8)
-    words = np.frombuffer(pk, dtype=np.int64, count=len(pk) // 8)
     while True:
-        ok, pre = encap_preimage(_weight_bytes(p, rng), rows, words, p.n, p.t, p.m, p.mt, p.pk_row_bytes)
+        ok, pre = encap_preimage(_weight_bytes(p, rng), pk, p.n, p.t, p.m, p.mt, p.pk_row_bytes)
+        if ok < 0:
+            raise _padding_error(p)
         if ok:
             hashed = pre.tobytes()          # 1 | e | C
             return hashed[1 + p.n // 8:], shake256(hashed, 32)
