@@ -122,6 +122,16 @@ def test_corrupt_private_key_fields(keys348864):
     bad[41] |= 0xF0                    # a Goppa coefficient above 2^12
     with pytest.raises(InvalidKey, match="Goppa"):
         alg.private_key_from_bytes(bytes(bad))
+    ct, _ = keys348864.public_key().encapsulate()
+    for at in (41, 40 + 2 * alg.params.t - 1):          # the first and the last coefficient
+        bad = bytearray(raw)
+        bad[at] |= 0x10
+        with pytest.raises(InvalidKey, match="Goppa"):
+            mc.decapsulate(alg.name, bytes(bad), ct)    # the functional layer checks it in the kernel
+    bad = bytearray(raw)
+    bad[36] = 1
+    with pytest.raises(InvalidKey, match="pivot"):
+        mc.decapsulate(alg.name, bytes(bad), ct)
 
 
 def test_corrupt_private_key_body_never_crashes(keys348864):

@@ -12,6 +12,7 @@ from numba import njit, types
 from .benes import apply_benes
 from .fft import fft_coefficients, fft_evaluate, fft_transposed
 from .gf import berlekamp_massey, gf_inv, gf_scale, secret_mask, vec_inv, vec_square
+from .matrix import load_le64
 from .._compile_cache import JIT_CACHE
 from .._units import Unit, addresses
 
@@ -162,3 +163,34 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
     for i in range(sb):
         out[1 + nb + i] = c[i]
     return out
+
+
+@njit(cache=JIT_CACHE)
+def goppa_encoding_ok(sk, m, t):
+    """1 when the t 2-byte coefficients of g in the private key (bytes 40 ..) are all below
+    2^m, else 0: a check of the key's format, not of its secret value."""
+    bad = 0
+    for i in range(t):
+        bad |= (np.int64(sk[40 + 2 * i]) | (np.int64(sk[41 + 2 * i]) << 8)) >> m
+    return 1 if bad == 0 else 0
+
+
+@njit(cache=JIT_CACHE)
+def decap_preimage_bytes(ct, sk, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub,
+                         units):
+    """``decap_preimage`` on the ciphertext and private key as bytes (the submission's layout:
+    delta | c | g | control bits | s), parsed here: (0, empty) when g's encoding is invalid, else
+    (1, b | v | C). Secret: sk."""
+    if not goppa_encoding_ok(sk, m, t):
+        return 0, np.empty(0, dtype=np.uint8)
+    g = np.empty(t, dtype=np.int64)
+    for i in range(t):
+        g[i] = np.int64(sk[40 + 2 * i]) | (np.int64(sk[41 + 2 * i]) << 8)
+    at = 40 + 2 * t
+    cond = np.empty(((2 * m - 1) << (m - 4)) >> 3, dtype=np.int64)
+    for w in range(cond.shape[0]):
+        cond[w] = load_le64(sk, at + 8 * w)
+    at += 8 * cond.shape[0]
+    s = np.frombuffer(sk, dtype=np.uint8)[at:at + (n >> 3)]
+    return 1, decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, m, n, t, fpoly, taps, ev_powers,
+                             ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub, units)

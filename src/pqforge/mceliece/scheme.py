@@ -23,7 +23,7 @@ from ..errors import InvalidInput, InvalidKey, require_bytes
 from ..symmetric import shake256
 from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
 from . import decode
-from .decode import decap_preimage
+from .decode import decap_preimage_bytes, goppa_encoding_ok
 from .fft import fft_constants, fft_size
 from .gf import field_poly, genpoly, vec_from_scalars, vec_mul, vec_square
 from .matrix import (encap_preimage, eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key,
@@ -197,7 +197,8 @@ def check_public_key(p: Params, pk) -> bytes:
     return pk
 
 
-def check_private_key(p: Params, sk) -> bytes:
+def _private_key_bytes(p: Params, sk) -> bytes:
+    # type, length and pivot field; g's encoding is checked by goppa_encoding_ok
     try:
         sk = require_bytes(sk, f"{p.name} private key", p.private_key_size)
     except InvalidInput as exc:
@@ -205,8 +206,17 @@ def check_private_key(p: Params, sk) -> bytes:
     pivots = int.from_bytes(sk[32:40], "little")
     if (pivots != _ALL_PIVOTS) if not p.semi_systematic else (bin(pivots).count("1") != 32):
         raise InvalidKey(f"{p.name} private key has an invalid pivot field")
-    if int(np.frombuffer(sk, dtype="<u2", count=p.t, offset=40).max()) >> p.m:
-        raise InvalidKey(f"{p.name} private key has an invalid Goppa polynomial encoding")
+    return sk
+
+
+def _goppa_error(p: Params) -> InvalidKey:
+    return InvalidKey(f"{p.name} private key has an invalid Goppa polynomial encoding")
+
+
+def check_private_key(p: Params, sk) -> bytes:
+    sk = _private_key_bytes(p, sk)
+    if not goppa_encoding_ok(sk, p.m, p.t):
+        raise _goppa_error(p)
     return sk
 
 
@@ -278,11 +288,12 @@ def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
 @_compiling("decapsulation")
 def decapsulate(p: Params, sk, ct) -> bytes:
     """Shared secret for ciphertext ct; a ciphertext that does not decode gives SHAKE256(0 | s | C)."""
-    sk = check_private_key(p, sk)
+    sk = _private_key_bytes(p, sk)
     ct = check_ciphertext(p, ct)
-    g, cond, s = _sk_parts(p, sk)
     consts = _DECODING.get(p.name) or decoding_constants(p)
-    pre = decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, p.m, p.n, p.t, *consts, decode.units())
+    ok, pre = decap_preimage_bytes(ct, sk, p.m, p.n, p.t, *consts, decode.units())
+    if not ok:
+        raise _goppa_error(p)
     return shake256(pre.tobytes(), 32)
 
 
