@@ -229,6 +229,10 @@ for _h, _mask in ((1, 0x5555555555555555), (2, 0x3333333333333333), (4, 0x0F0F0F
                   (8, 0x00FF00FF00FF00FF), (16, 0x0000FFFF0000FFFF), (32, 0x00000000FFFFFFFF)):
     _LOW_MASKS[_h] = _mask
 _TAPS = (np.array([3, 0], dtype=np.int64), np.array([4, 3, 1, 0], dtype=np.int64))
+# the first bit of every block-bit lane of a word, for block = 16 and 32
+_LANE_STARTS = np.zeros(64, dtype=np.int64)
+_LANE_STARTS[16] = 0x0001000100010001
+_LANE_STARTS[32] = 0x0000000100000001
 
 
 @lru_cache(maxsize=None)
@@ -323,18 +327,37 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     # bottom blocks: each constant is the sum of its block
     block = N >> D
     c = np.zeros(K, dtype=np.int64)
-    for p in range(K):
-        start = p * block
-        v = 0
+    if m <= block < 64:
+        # every block of a word at once: XOR folds bring each block-bit lane's parity to the
+        # lane's first bit (block = 16 or 32), plane k's at bit k of the lane (m <= block: no overlap)
+        fold16 = -1 if block == 32 else 0
+        starts = _LANE_STARTS[block]
+        y = np.zeros(nw, dtype=np.int64)
         for k in range(m):
-            if block >= 64:
-                acc = 0
-                for w in range(start >> 6, (start + block) >> 6):
-                    acc ^= E[k, w]
-            else:
-                acc = (E[k, start >> 6] >> (start & 63)) & ((np.int64(1) << block) - 1)
-            v |= _parity64(acc) << k
-        c[p] = v
+            for w in range(nw):
+                x = E[k, w]
+                x ^= (x >> 16) & fold16
+                x ^= x >> 8
+                x ^= x >> 4
+                x ^= x >> 2
+                x ^= x >> 1
+                y[w] |= (x & starts) << k
+        per = 64 // block
+        for p in range(K):
+            c[p] = (y[p // per] >> (block * (p % per))) & ((1 << m) - 1)
+    else:
+        for p in range(K):
+            start = p * block
+            v = 0
+            for k in range(m):
+                if block >= 64:
+                    acc = 0
+                    for w in range(start >> 6, (start + block) >> 6):
+                        acc ^= E[k, w]
+                else:
+                    acc = (E[k, start >> 6] >> (start & 63)) & ((np.int64(1) << block) - 1)
+                v |= _parity64(acc) << k
+            c[p] = v
     nxt = np.empty(K, dtype=np.int64)
     for d in range(D - 1, -1, -1):
         size = K >> d
