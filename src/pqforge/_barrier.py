@@ -12,14 +12,20 @@ from numba.core import types
 from numba.extending import intrinsic, overload
 
 
+def emit_opaque(builder, value):
+    """LLVM IR: the i64 ``value`` through the empty inline-assembly statement (for intrinsics that
+    build masks from secret bits themselves)."""
+    fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64)])
+    return builder.asm(fnty, "", "=r,0", [value], side_effect=False)
+
+
 @intrinsic
 def _asm_identity(typingctx, x):
     if not (isinstance(x, types.Integer) and x.bitwidth == 64):
         return None
 
     def codegen(context, builder, signature, args):
-        fnty = ir.FunctionType(ir.IntType(64), [ir.IntType(64)])
-        return builder.asm(fnty, "", "=r,0", [args[0]], side_effect=False)
+        return emit_opaque(builder, args[0])
     return x(x), codegen
 
 

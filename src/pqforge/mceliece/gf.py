@@ -20,7 +20,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-from .._barrier import opaque
+from .._barrier import emit_opaque, opaque
 from .._compile_cache import JIT_CACHE
 
 
@@ -164,99 +164,47 @@ def genpoly(f, m, fpoly, taps, const_z):
 @njit(cache=JIT_CACHE)
 def berlekamp_massey(s, t, m, fpoly):
     """An error locator from the 2t syndromes s (secret), reversed: out[i] = C[t - i], so the
-    roots of out are the support elements at error positions.
+    roots of out are the support elements at error positions (t < 4 * 64; the field is Classic
+    McEliece's, ``FIELD_TAPS[m]``, which ``fpoly`` names).
 
     Inversion-free form: C <- b C - d x B, so C is the usual connection polynomial times a
     nonzero constant, which leaves its roots alone. Constant time: fixed loop bounds (N, t are
     public), every update is a masked select.
 
-    C and B are kept two coefficients to a word (C[2i] in the low 32 bits, C[2i + 1] in the
-    high ones): a carry-less product of two field elements has under 32 bits, so every masked
-    shift and every reduction fold works on two coefficients at once.
+    C, B (kept as x B) and the window of syndromes S (bit i = s[N - i]) are bitsliced over
+    BM_WORDS words, coefficient i at bit i of each plane: the discrepancy is the parity of the
+    planes of C * S, and the update two products by broadcast scalars, each step in vector
+    registers (``bm_discrepancy``, ``bm_update``).
     """
-    LO = 0xFFFFFFFF
-    lanes = 0x100000001                      # one bit at the bottom of each 32-bit lane
-    keep = ((1 << m) - 1) * lanes            # the reduced part of each lane; the rest folds back
-    words = (t + 3) >> 1                     # coefficients 0 .. t + 1 (t + 1 kept zero)
-    C = np.zeros(words, dtype=np.int64)
-    B = np.zeros(words, dtype=np.int64)
-    T = np.zeros(words, dtype=np.int64)
-    # sp[p, k, j]: -(bit k) of r[2j + p] (low lane) and of r[2j + p + 1] (high lane), where
-    # r[x] = s[2t - 1 - x] (zero for x >= 2t): the syndromes reversed, in both alignments
-    sp = np.zeros((2, m, t + 2), dtype=np.int64)
-    for p in range(2):
-        for k in range(m):
-            for j in range(t + 2):
-                for lane in range(2):
-                    x = 2 * j + p + lane
-                    if x < 2 * t:                # public
-                        bit = -((s[2 * t - 1 - x] >> k) & 1)
-                        sp[p, k, j] |= (bit & LO) if lane == 0 else (bit << 32)
-    # z^m = sum of the low terms of fpoly (at most four: 0, 1, 3, 4 for m = 13)
-    taps = np.zeros(4, dtype=np.int64)
-    tap_masks = np.zeros(4, dtype=np.int64)
-    n_taps = 0
-    for j in range(m):
-        if (fpoly >> j) & 1:                     # public
-            taps[n_taps] = j
-            tap_masks[n_taps] = -1
-            n_taps += 1
-    t0, t1, t2, t3 = taps[0], taps[1], taps[2], taps[3]
-    m0, m1, m2, m3 = tap_masks[0], tap_masks[1], tap_masks[2], tap_masks[3]
-    C[0] = 1
-    B[0] = 1 << 32                           # x
+    C = np.zeros((m, BM_WORDS), dtype=np.int64)
+    B = np.zeros((m, BM_WORDS), dtype=np.int64)
+    S = np.zeros((m, BM_WORDS), dtype=np.int64)
+    keep = np.zeros((1, BM_WORDS), dtype=np.int64)         # coefficients 0 .. t
+    for i in range(t + 1):
+        keep[0, i >> 6] |= np.int64(1) << (i & 63)
+    C[0, 0] = 1
+    B[0, 0] = 2                                            # x
     L = 0
     b = 1
     for N in range(2 * t):
-        # d = sum_{i <= min(N, t)} C[i] s[N - i], s[N - i] = r[2t - 1 - N + i]
-        lim = (min(N, t) + 2) >> 1           # public: words holding C[0 .. min(N, t)]
-        off = 2 * t - 1 - N
-        Cv = C[:lim]
-        dd = 0
+        # S <- x S + s[N]
         for k in range(m):
-            Sv = sp[off & 1, k, off >> 1:(off >> 1) + lim]
-            acc = 0
-            for i in range(lim):
-                acc ^= Cv[i] & Sv[i]
-            dd ^= acc << k
-        d = (dd & LO) ^ (dd >> 32)
-        for i in range(2 * m - 2, m - 1, -1):
-            d ^= (fpoly << (i - m)) & bit_mask(d, i)
+            carry = (s[N] >> k) & 1
+            for w in range(BM_WORDS):
+                word = S[k, w]
+                S[k, w] = (word << 1) | carry
+                carry = (word >> 63) & 1
+        d = bm_discrepancy(C, S, m)
         upd = _nonzero_mask(d) & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
-        # deg C <= N and deg B <= N + 1 here (public bounds), so b C + d B fits in N + 2 terms
-        lim2 = (min(N + 2, t + 1) + 2) >> 1
-        Cw = C[:lim2]
-        Bw = B[:lim2]
-        Tw = T[:lim2]
-        for i in range(lim2):
-            Tw[i] = 0
-        for k in range(m):
-            mb = bit_mask(b, k)
-            md = bit_mask(d, k)
-            for i in range(lim2):
-                Tw[i] ^= ((Cw[i] & mb) ^ (Bw[i] & md)) << k
-        for _ in range(2):                   # two folds bring every lane below z^m
-            for i in range(lim2):
-                h = (Tw[i] & ~keep) >> m
-                Tw[i] = ((Tw[i] & keep) ^ ((h << t0) & m0) ^ ((h << t1) & m1)
-                         ^ ((h << t2) & m2) ^ ((h << t3) & m3))
-        # B <- x (C if upd else B): one coefficient up, across the lanes; C <- T
-        carry = 0
-        for i in range(words):
-            v = (B[i] & ~upd) | (C[i] & upd)
-            B[i] = ((v & LO) << 32) | carry
-            carry = (v >> 32) & LO
-        if (t + 1) & 1:                      # public: clear coefficient t + 1
-            B[(t + 1) >> 1] &= LO
-        else:
-            B[(t + 1) >> 1] = 0
-        for i in range(lim2):
-            C[i] = Tw[i]
+        bm_update(C, B, b, d, upd, keep, m)
         L = (L & ~upd) | ((N + 1 - L) & upd)
         b = (b & ~upd) | (d & upd)
     out = np.empty(t + 1, dtype=np.int64)
     for i in range(t + 1):
-        out[t - i] = (C[i >> 1] >> (32 * (i & 1))) & LO
+        v = 0
+        for k in range(m):
+            v |= ((C[k, i >> 6] >> (i & 63)) & 1) << k
+        out[t - i] = v
     return out
 
 
@@ -298,9 +246,10 @@ class PlaneBlocks:
     product of two sets of planes in vector registers (shared by ``mul_block`` and the FFT's
     butterflies)."""
 
-    def __init__(self, context, builder, signature, args):
+    def __init__(self, context, builder, signature, args, words=BLOCK):
         self.context, self.builder, self.signature, self.args = context, builder, signature, args
-        self.lanes = ir.VectorType(ir.IntType(64), BLOCK)
+        self.lanes = ir.VectorType(ir.IntType(64), words)
+        self.words = words
 
     def word(self, k):
         """Argument k (an integer) as int64."""
@@ -328,18 +277,40 @@ class PlaneBlocks:
     def xor(self, x, y):
         return [self.builder.xor(a, b) for a, b in zip(x, y)]
 
-    def product(self, A, B, m):
-        """The planes of A * B in GF(2^m) (``FIELD_TAPS[m]``): m^2 ANDs and XORs, then the reduction."""
+    def unreduced(self, A, B, m):
+        """The 2m - 1 planes of the carry-less product of A and B: m^2 ANDs and XORs."""
         b = self.builder
         prod: list = [None] * (2 * m - 1)
         for i in range(m):
             for j in range(m):
                 term = b.and_(A[i], B[j])
                 prod[i + j] = term if prod[i + j] is None else b.xor(prod[i + j], term)
+        return prod
+
+    def reduce(self, prod, m):
+        """Planes 0..m-1 of ``unreduced``'s result modulo the field polynomial (``FIELD_TAPS[m]``)."""
+        prod = list(prod)
         for i in range(2 * m - 2, m - 1, -1):
             for tap in FIELD_TAPS[m]:
-                prod[i - m + tap] = b.xor(prod[i - m + tap], prod[i])
+                prod[i - m + tap] = self.builder.xor(prod[i - m + tap], prod[i])
         return prod[:m]
+
+    def product(self, A, B, m):
+        """The planes of A * B in GF(2^m) (``FIELD_TAPS[m]``)."""
+        return self.reduce(self.unreduced(A, B, m), m)
+
+    def splat(self, value):
+        """An i64 in every lane."""
+        b = self.builder
+        vec = b.insert_element(ir.Constant(self.lanes, None), value, ir.Constant(ir.IntType(32), 0))
+        return b.shuffle_vector(vec, ir.Constant(self.lanes, None), ir.Constant(ir.VectorType(ir.IntType(32), self.words), [0] * self.words))
+
+    def bit_masks(self, x, m):
+        """The masks -(bit k of x), k < m, each through the optimisation barrier, in every lane (x may be secret)."""
+        b = self.builder
+        one = ir.Constant(ir.IntType(64), 1)
+        return [self.splat(emit_opaque(b, b.neg(b.and_(b.lshr(x, ir.Constant(ir.IntType(64), k)), one))))
+                for k in range(m)]
 
 
 def _mul_block_intrinsic(m):
@@ -368,6 +339,119 @@ def _mul_block_compiled(out, a, b, w, m):
             _mul_block_12(out, a, b, w)
         else:
             _mul_block_13(out, a, b, w)
+    return impl
+
+
+BM_WORDS = 4
+"""Words per plane of Berlekamp-Massey's bitsliced polynomials (coefficients 0 .. 255)."""
+
+
+def bm_discrepancy(C, S, m):
+    """sum_i C_i S_i in GF(2^m) for bitsliced (m, BM_WORDS) C and S (``FIELD_TAPS[m]``): the
+    parity of every plane of their product. Compiled: every plane in vector registers. C and S
+    may be secret."""
+    prod = np.zeros((2 * m - 1, BM_WORDS), dtype=np.int64)
+    for i in range(m):
+        for j in range(m):
+            prod[i + j] ^= C[i] & S[j]
+    for i in range(2 * m - 2, m - 1, -1):
+        for tap in FIELD_TAPS[m]:
+            prod[i - m + tap] ^= prod[i]
+    d = 0
+    for k in range(m):
+        acc = 0
+        for w in range(BM_WORDS):
+            acc ^= int(prod[k, w])
+        d |= (bin(acc & (2**64 - 1)).count("1") & 1) << k
+    return d
+
+
+def bm_update(C, B, b, d, upd, keep, m):
+    """One Berlekamp-Massey update in place: C <- b C + d B, B <- x (C if upd else B) cut to the
+    coefficients in keep (1, BM_WORDS); b, d scalars, upd a mask (all may be secret). Compiled:
+    the masks of b's and d's bits through the barrier, every plane in vector registers."""
+    prod = np.zeros((2 * m - 1, BM_WORDS), dtype=np.int64)
+    for i in range(m):
+        for j in range(m):
+            prod[i + j] ^= (C[i] & bit_mask(b, j)) ^ (B[i] & bit_mask(d, j))
+    for i in range(2 * m - 2, m - 1, -1):
+        for tap in FIELD_TAPS[m]:
+            prod[i - m + tap] ^= prod[i]
+    for k in range(m):
+        v = (C[k] & upd) | (B[k] & ~upd)
+        up = v << 1
+        up[1:] |= (v[:-1] >> 63) & 1
+        B[k] = up & keep[0]
+        C[k] = prod[k]
+
+
+def _bm_intrinsics(m):
+    i64 = ir.IntType(64)
+
+    @intrinsic
+    def discrepancy(typingctx, C, S):
+        if not planes_intrinsic_args(C, S):
+            return None
+
+        def codegen(context, builder, signature, args):
+            g = PlaneBlocks(context, builder, signature, args, BM_WORDS)
+            zero = ir.Constant(i64, 0)
+            d = zero
+            for k, plane in enumerate(g.product(g.load(0, m, zero), g.load(1, m, zero), m)):
+                acc = builder.extract_element(plane, ir.Constant(ir.IntType(32), 0))
+                for w in range(1, BM_WORDS):
+                    acc = builder.xor(acc, builder.extract_element(plane, ir.Constant(ir.IntType(32), w)))
+                parity = builder.and_(builder.ctpop(acc), ir.Constant(i64, 1))
+                d = builder.or_(d, builder.shl(parity, ir.Constant(i64, k)))
+            return d
+        return types.int64(C, S), codegen
+
+    @intrinsic
+    def update(typingctx, C, B, b, d, upd, keep):
+        if not planes_intrinsic_args(C, B, keep):
+            return None
+
+        def codegen(context, builder, signature, args):
+            g = PlaneBlocks(context, builder, signature, args, BM_WORDS)
+            zero = ir.Constant(i64, 0)
+            A, Bv, kept = g.load(0, m, zero), g.load(1, m, zero), g.load(5, 1, zero)[0]
+            T = g.reduce(g.xor(g.unreduced(A, g.bit_masks(g.word(2), m), m),
+                               g.unreduced(Bv, g.bit_masks(g.word(3), m), m)), m)
+            sel = g.splat(g.word(4))
+            none = ir.Constant(g.lanes, [0] * BM_WORDS)
+            up_one = ir.Constant(ir.VectorType(ir.IntType(32), BM_WORDS), [BM_WORDS] + list(range(BM_WORDS - 1)))
+            new_B = []
+            for k in range(m):
+                v = builder.or_(builder.and_(A[k], sel), builder.and_(Bv[k], builder.not_(sel)))
+                carry = builder.lshr(builder.shuffle_vector(v, none, up_one), g.splat(ir.Constant(i64, 63)))
+                shifted = builder.or_(builder.shl(v, g.splat(ir.Constant(i64, 1))), carry)
+                new_B.append(builder.and_(shifted, kept))
+            g.store(0, T, zero)
+            g.store(1, new_B, zero)
+            return context.get_dummy_value()
+        return types.void(C, B, b, d, upd, keep), codegen
+    return discrepancy, update
+
+
+(_bm_discrepancy_12, _bm_update_12), (_bm_discrepancy_13, _bm_update_13) = _bm_intrinsics(12), _bm_intrinsics(13)
+
+
+@overload(bm_discrepancy, inline="always")
+def _bm_discrepancy_compiled(C, S, m):
+    def impl(C, S, m):
+        if m == 12:
+            return _bm_discrepancy_12(C, S)
+        return _bm_discrepancy_13(C, S)
+    return impl
+
+
+@overload(bm_update, inline="always")
+def _bm_update_compiled(C, B, b, d, upd, keep, m):
+    def impl(C, B, b, d, upd, keep, m):
+        if m == 12:
+            _bm_update_12(C, B, b, d, upd, keep)
+        else:
+            _bm_update_13(C, B, b, d, upd, keep)
     return impl
 
 
