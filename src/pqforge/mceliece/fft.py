@@ -18,9 +18,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import njit
-
-from numba import types
+from llvmlite import ir
+from numba import njit, types
 from numba.extending import intrinsic, overload
 
 from .gf import (BLOCK, PlaneBlocks, _parity64, bit_mask, gf_inv, gf_mul, gf_reduce_all, mul_block,
@@ -135,10 +134,11 @@ def _butterfly_intrinsic(m, transposed):
     return step
 
 
-def _compiled_per_field(step, transposed):
-    """The compiled form of ``step`` (``butterfly`` or ``butterfly_transposed``): the intrinsic of
-    the field size."""
-    for_12, for_13 = _butterfly_intrinsic(12, transposed), _butterfly_intrinsic(13, transposed)
+def _compiled_per_field(step, transposed, make=None):
+    """The compiled form of ``step`` (a butterfly's Python twin): the intrinsic of the field size
+    (``make(m, transposed)``, by default ``_butterfly_intrinsic``)."""
+    make = make or _butterfly_intrinsic
+    for_12, for_13 = make(12, transposed), make(13, transposed)
 
     @overload(step, inline="always")
     def compiled(E, U, lo, hi, j, m):
@@ -152,6 +152,104 @@ def _compiled_per_field(step, transposed):
 
 _compiled_per_field(butterfly, False)
 _compiled_per_field(butterfly_transposed, True)
+
+
+# -- butterflies of narrow halves (1, 2 or 4 words): 16 words at a time, shuffled in registers --
+
+NARROW = 2 * BLOCK
+"""Words that one narrow butterfly covers: BLOCK lower-half and BLOCK upper-half words."""
+
+_HALVES = {hw: ([w for w in range(NARROW) if not w & hw], [w for w in range(NARROW) if w & hw]) for hw in (1, 2, 4)}
+"""Positions of the lower- and upper-half words among NARROW consecutive words, for halves of hw words."""
+
+
+def narrow_butterfly(E, U, w, j, hw, m):
+    """``butterfly`` for a level whose halves are hw = 1, 2 or 4 words: on E[:, w..w+NARROW) (w a
+    multiple of NARROW), whose BLOCK upper-half words, in order, meet U[:, j..j+BLOCK). Compiled:
+    the words are shuffled into halves and back in vector registers. E may be secret."""
+    lo_at, hi_at = (np.array(x) + w for x in _HALVES[hw])
+    P = np.empty((m, BLOCK), dtype=np.int64)
+    mul_block(P, np.ascontiguousarray(E[:, hi_at]), np.ascontiguousarray(U[:, j:j + BLOCK]), 0, m)
+    E[:, lo_at] ^= P
+    E[:, hi_at] ^= E[:, lo_at]
+
+
+def narrow_butterfly_transposed(E, U, w, j, hw, m):
+    """The transpose of ``narrow_butterfly`` (as ``butterfly_transposed``)."""
+    lo_at, hi_at = (np.array(x) + w for x in _HALVES[hw])
+    E[:, lo_at] ^= E[:, hi_at]
+    P = np.empty((m, BLOCK), dtype=np.int64)
+    mul_block(P, np.ascontiguousarray(E[:, lo_at]), np.ascontiguousarray(U[:, j:j + BLOCK]), 0, m)
+    E[:, hi_at] ^= P
+
+
+def _narrow_intrinsic(m, transposed):
+    i32 = ir.IntType(32)
+
+    def shuffle(builder, x, y, positions):
+        return builder.shuffle_vector(x, y, ir.Constant(ir.VectorType(i32, len(positions)), positions))
+
+    @intrinsic
+    def step(typingctx, E, U, w, j, hw):
+        if not planes_intrinsic_args(E, U):
+            return None
+
+        def codegen(context, builder, signature, args):
+            g = PlaneBlocks(context, builder, signature, args)
+            w, j, hw = g.word(2), g.word(3), g.word(4)
+            second_at = builder.add(w, ir.Constant(ir.IntType(64), BLOCK))
+            first, second, u = g.load(0, m, w), g.load(0, m, second_at), g.load(1, m, j)
+            # the halves' positions depend on hw (public): one block of shuffles per width, the
+            # product once, after them
+            cases = {size: builder.append_basic_block(f"halves{size}") for size in (1, 2, 4)}
+            joined = builder.append_basic_block("product")
+            choose = builder.switch(hw, cases[4])
+            for size in (1, 2):
+                choose.add_case(ir.Constant(ir.IntType(64), size), cases[size])
+            split = {}
+            for size, block in cases.items():
+                builder.position_at_end(block)
+                lo_at, hi_at = _HALVES[size]
+                split[size] = ([shuffle(builder, a, b, lo_at) for a, b in zip(first, second)],
+                               [shuffle(builder, a, b, hi_at) for a, b in zip(first, second)])
+                builder.branch(joined)
+            builder.position_at_end(joined)
+            low, high = [], []
+            for k in range(m):
+                for out, half in ((low, 0), (high, 1)):
+                    phi = builder.phi(g.lanes)
+                    for size, block in cases.items():
+                        phi.add_incoming(split[size][half][k], block)
+                    out.append(phi)
+            if transposed:
+                low = g.xor(low, high)
+                high = g.xor(high, g.product(low, u, m))
+            else:
+                low = g.xor(low, g.product(high, u, m))
+                high = g.xor(high, low)
+            # back to word order: position p of the 2 BLOCK words takes lane i of low (p = lo_at[i])
+            # or of high (p = hi_at[i]); low | high are lanes 0..BLOCK-1 | BLOCK..2 BLOCK-1
+            stores = {size: builder.append_basic_block(f"store{size}") for size in (1, 2, 4)}
+            done = builder.append_basic_block("done")
+            choose = builder.switch(hw, stores[4])
+            for size in (1, 2):
+                choose.add_case(ir.Constant(ir.IntType(64), size), stores[size])
+            for size, block in stores.items():
+                builder.position_at_end(block)
+                lo_at, hi_at = _HALVES[size]
+                source = {p: i for i, p in enumerate(lo_at)} | {p: BLOCK + i for i, p in enumerate(hi_at)}
+                order = [source[p] for p in range(NARROW)]
+                g.store(0, [shuffle(builder, a, b, order[:BLOCK]) for a, b in zip(low, high)], w)
+                g.store(0, [shuffle(builder, a, b, order[BLOCK:]) for a, b in zip(low, high)], second_at)
+                builder.branch(done)
+            builder.position_at_end(done)
+            return context.get_dummy_value()
+        return types.void(E, U, w, j, hw), codegen
+    return step
+
+
+_compiled_per_field(narrow_butterfly, False, _narrow_intrinsic)
+_compiled_per_field(narrow_butterfly_transposed, True, _narrow_intrinsic)
 
 
 @njit(cache=JIT_CACHE, inline="always")
@@ -191,25 +289,13 @@ def fft_evaluate(consts, Uw, Ub, m):
                 run = ((np.int64(1) << block) - 1) << (start & 63)
                 E[k, start >> 6] |= run & bit
     tmp = np.empty((m, nw), dtype=np.int64)
-    X = np.empty((m, nw >> 1), dtype=np.int64)
-    P = np.empty((m, nw >> 1), dtype=np.int64)
     for d in range(D - 1, -1, -1):
         half = N >> (d + 1)
         if half >= 64 and (half >> 6) >= BLOCK:      # whole-word halves of BLOCK words or more
             _wide_level(E, Uw[d], half >> 6, m, False)
-        elif half >= 64:
-            hw = half >> 6
-            lh = _log2(hw)
-            for k in range(m):
-                for j in range(nw >> 1):
-                    X[k, j] = E[k, _low_word(j, lh) + hw]
-            vec_mul(P, X, Uw[d], m, _TAPS[m - 12])
-            for k in range(m):
-                for j in range(nw >> 1):
-                    i = _low_word(j, lh)
-                    lo = E[k, i] ^ P[k, j]
-                    E[k, i] = lo
-                    E[k, i + hw] ^= lo
+        elif half >= 64:                                 # halves of 1, 2 or 4 words
+            for w in range(0, nw, NARROW):
+                narrow_butterfly(E, Uw[d], w, w >> 1, half >> 6, m)
         else:
             low = _LOW_MASKS[half]
             for k in range(m):
@@ -294,25 +380,13 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     while (1 << D) < K:
         D += 1
     tmp = np.empty((m, nw), dtype=np.int64)
-    X = np.empty((m, nw >> 1), dtype=np.int64)
-    P = np.empty((m, nw >> 1), dtype=np.int64)
     for d in range(D):
         half = N >> (d + 1)
         if half >= 64 and (half >> 6) >= BLOCK:
             _wide_level(E, Uw[d], half >> 6, m, True)
         elif half >= 64:
-            hw = half >> 6
-            lh = _log2(hw)
-            for k in range(m):
-                for j in range(nw >> 1):
-                    i = _low_word(j, lh)
-                    lo = E[k, i] ^ E[k, i + hw]
-                    E[k, i] = lo
-                    X[k, j] = lo
-            vec_mul(P, X, Uw[d], m, _TAPS[m - 12])
-            for k in range(m):
-                for j in range(nw >> 1):
-                    E[k, _low_word(j, lh) + hw] ^= P[k, j]
+            for w in range(0, nw, NARROW):
+                narrow_butterfly_transposed(E, Uw[d], w, w >> 1, half >> 6, m)
         else:
             low = _LOW_MASKS[half]
             for k in range(m):
