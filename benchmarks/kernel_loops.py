@@ -64,7 +64,7 @@ def main() -> None:
     fpoly, ftaps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub = scheme.decoding_constants(p)
     values = np.empty((p.m, (1 << p.m) >> 6), np.int64)
     decode._monic_values(g, ev_powers, ev_Uw, ev_Ub, xt, p.m, fpoly, values)
-    consts = fft.fft_coefficients(g, ev_powers, ev_powers.shape[1], p.m, fpoly)
+    consts = fft.fft_coefficients(g, ev_powers, 2 * ev_powers.shape[2], p.m, fpoly)
     steps = {
         "348864 g at every element (_monic_values)": (decode._monic_values,
                                                       (g, ev_powers, ev_Uw, ev_Ub, xt, p.m, fpoly, np.empty_like(values))),

@@ -465,7 +465,7 @@ def test_fft_matches_direct_evaluation(rng, name):
 def _values_at_support(f, cond, powers, Uw, Ub, m, poly, n):
     # f at L_0 .. L_{n-1}: all field elements by the FFT, then the Benes network; decapsulation
     # relies on exactly this correspondence between the FFT's order and the support order
-    E = fft.fft_evaluate(fft.fft_coefficients(f, powers, powers.shape[1], m, poly), Uw, Ub, m)
+    E = fft.fft_evaluate(fft.fft_coefficients(f, powers, 2 * powers.shape[2], m, poly), Uw, Ub, m)
     benes.apply_benes(E, cond, m)
     W = (n + 63) // 64
     out = E[:, :W].copy()
@@ -480,9 +480,13 @@ def test_fft_kernel_twins(rng):
     powers, Uw, Ub = fft.fft_constants(m, 128, poly)
     consts = rng.integers(0, 1 << m, 128)
     assert np.array_equal(fft.fft_evaluate(consts, Uw, Ub, m), fft.fft_evaluate.py_func(consts, Uw, Ub, m))
-    x = rng.integers(0, 1 << m, 50)
-    y = rng.integers(0, 1 << m, 50)
-    assert np.array_equal(fft._mul_elementwise(x, y, m, poly), fft._mul_elementwise.py_func(x, y, m, poly))
+    x = rng.integers(0, 1 << m, 128)
+    prod = fft._mul_elementwise(x, powers[2], m, poly)
+    assert np.array_equal(prod, fft._mul_elementwise.py_func(x, powers[2], m, poly))
+    # the masks read back as field elements (two to a word), then the textbook product
+    y = [sum(((int(powers[2, bit, i >> 1]) >> (32 * (i & 1))) & 1) << bit for bit in range(m)) for i in range(128)]
+    assert len(set(y)) > 8
+    assert list(prod) == [_clmul_mod(int(a), b, m, poly) for a, b in zip(x, y)]
     f = rng.integers(0, 1 << m, 65)
     assert np.array_equal(fft.fft_coefficients(f, powers, 128, m, poly),
                           fft.fft_coefficients.py_func(f, powers, 128, m, poly))

@@ -29,7 +29,7 @@ def _popcount64(x):
 @njit(cache=JIT_CACHE)
 def _monic_values(low, powers, Uw, Ub, xt, m, fpoly, out):
     # out = x^t + sum low[i] x^i at every field element, bitsliced in the FFT's order (low secret)
-    E = fft_evaluate(fft_coefficients(low, powers, powers.shape[1], m, fpoly), Uw, Ub, m)
+    E = fft_evaluate(fft_coefficients(low, powers, 2 * powers.shape[2], m, fpoly), Uw, Ub, m)
     for k in range(m):
         for x in range(E.shape[1]):
             out[k, x] = E[k, x] ^ xt[k, x]
@@ -62,10 +62,10 @@ def _monic_locator(syn, t, m, fpoly, out):
 
 _i64 = {d: types.Array(types.int64, d, "C") for d in (1, 2, 3)}
 _TAPS = types.Array(types.int64, 1, "C", readonly=True)
-MONIC = Unit(_monic_values, types.void(_i64[1], _i64[2], _i64[3], _i64[3], _i64[2], types.int64, types.int64,
+MONIC = Unit(_monic_values, types.void(_i64[1], _i64[3], _i64[3], _i64[3], _i64[2], types.int64, types.int64,
                                        _i64[2]))
 INVERSE_SQUARE = Unit(_inverse_square, types.void(_i64[2], types.int64, _TAPS, _i64[2]))
-POWER_SUMS = Unit(_power_sums, types.void(_i64[2], _i64[3], _i64[3], _i64[2], types.int64, types.int64, _i64[1]))
+POWER_SUMS = Unit(_power_sums, types.void(_i64[2], _i64[3], _i64[3], _i64[3], types.int64, types.int64, _i64[1]))
 LOCATOR = Unit(_monic_locator, types.void(_i64[1], types.int64, types.int64, types.int64, _i64[1]))
 BENES = Unit(apply_benes, types.void(_i64[2], _i64[1], types.int64, types.boolean))
 UNITS = (MONIC, INVERSE_SQUARE, POWER_SUMS, LOCATOR, BENES)

@@ -22,19 +22,46 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-from .gf import (BLOCK, PlaneBlocks, _parity64, bit_mask, gf_inv, gf_mul, gf_reduce_all, mul_block,
+from .gf import (BLOCK, PlaneBlocks, _parity64, bit_mask, gf_inv, gf_mul, mul_block,
                  planes_intrinsic_args, vec_from_scalars, vec_mul)
 from .._compile_cache import JIT_CACHE
 
 
 @njit(cache=JIT_CACHE)
-def _mul_elementwise(x, y, m, fpoly):
-    # [x_i * y_i]: x secret, y public powers; masked shifts, one reduction pass
-    out = np.zeros(x.shape[0], dtype=np.int64)
+def _mul_elementwise(x, masks, m, fpoly):
+    """[x_i * y_i] for x secret (below 2^m) and public y given as ``masks`` (m, len(x) / 2): bit
+    b's masks of y, two elements to a word (y_2j in the low 32 bits, y_2j+1 in the high ones).
+    The products are formed two to a word too (a carry-less product has under 32 bits), and
+    reduced by two folds through the field polynomial's low terms (at most four)."""
+    LO = 0xFFFFFFFF
+    keep = ((1 << m) - 1) * 0x100000001
+    pairs = masks.shape[1]
+    x2 = np.empty(pairs, dtype=np.int64)
+    for i in range(pairs):
+        x2[i] = x[2 * i] | (x[2 * i + 1] << 32)
+    acc = np.zeros(pairs, dtype=np.int64)
     for b in range(m):
-        for c in range(x.shape[0]):
-            out[c] ^= (x[c] << b) & -((y[c] >> b) & 1)
-    gf_reduce_all(out, m, fpoly)
+        for i in range(pairs):
+            acc[i] ^= (x2[i] << b) & masks[b, i]
+    taps = np.zeros(4, dtype=np.int64)
+    tap_masks = np.zeros(4, dtype=np.int64)
+    n_taps = 0
+    for j in range(m):
+        if (fpoly >> j) & 1:                     # public
+            taps[n_taps] = j
+            tap_masks[n_taps] = -1
+            n_taps += 1
+    t0, t1, t2, t3 = taps[0], taps[1], taps[2], taps[3]
+    m0, m1, m2, m3 = tap_masks[0], tap_masks[1], tap_masks[2], tap_masks[3]
+    for _ in range(2):
+        for i in range(pairs):
+            h = (acc[i] & ~keep) >> m
+            acc[i] = ((acc[i] & keep) ^ ((h << t0) & m0) ^ ((h << t1) & m1) ^ ((h << t2) & m2)
+                      ^ ((h << t3) & m3))
+    out = np.empty(2 * pairs, dtype=np.int64)
+    for i in range(pairs):
+        out[2 * i] = acc[i] & LO
+        out[2 * i + 1] = (acc[i] >> 32) & LO
     return out
 
 
@@ -42,7 +69,8 @@ def _mul_elementwise(x, y, m, fpoly):
 def fft_coefficients(f, powers, K, m, fpoly):
     """The constants left after log2 K levels of scaling and Taylor expansion of f (secret):
     entry p is the polynomial whose evaluations fill block p of the output. powers[d] holds the
-    public scaling powers b_d^i of level d, tiled over the blocks. XORs at public positions only.
+    public scaling powers b_d^i of level d, tiled over the blocks, as ``_mul_elementwise``'s bit
+    masks. XORs at public positions only.
     """
     c = np.zeros(K, dtype=np.int64)
     for i in range(f.shape[0]):
@@ -323,14 +351,15 @@ _LANE_STARTS[32] = 0x0000000100000001
 
 @lru_cache(maxsize=None)
 def fft_constants(m: int, K: int, fpoly: int):
-    """(powers, Uw, Ub) for degree below K over GF(2^m): public, computed once.
+    """(powers, Uw, Ub) for degree below K over GF(2^m): public, computed once (powers as the bit
+    masks ``_mul_elementwise`` takes).
 
     Writable, as the kernels' own arrays are: numba compiles a kernel once per array type, and a
     read-only constant would make vec_mul compile a second time for it."""
     N = 1 << m
     D = K.bit_length() - 1
     basis = [1 << (m - 1 - i) for i in range(m)]
-    powers = np.zeros((D, K), dtype=np.int64)
+    powers = np.zeros((D, m, K // 2), dtype=np.int64)
     Uw = np.zeros((D, m, N >> 7), dtype=np.int64)
     Ub = np.zeros((D, m, N >> 6), dtype=np.int64)
     size = K
@@ -339,7 +368,10 @@ def fft_constants(m: int, K: int, fpoly: int):
         pw = [1]
         for _ in range(1, size):
             pw.append(gf_mul(pw[-1], b, m, fpoly))
-        powers[d] = np.tile(pw, K // size)
+        tiled = np.tile(np.array(pw, dtype=np.int64), K // size)
+        for bit in range(m):                                     # as _mul_elementwise's masks
+            bits = (tiled >> bit) & 1
+            powers[d, bit] = (-bits[0::2] & 0xFFFFFFFF) | (-bits[1::2] << 32)
         binv = gf_inv(b, m, fpoly)
         gam = [gf_mul(x, binv, m, fpoly) for x in basis[:-1]]
         half = N >> (d + 1)
@@ -370,10 +402,10 @@ def fft_size(degree: int) -> int:
 def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     """The transpose of fft_coefficients followed by fft_evaluate: from values v (bitsliced,
     entry x belonging to the point bitrev(x); overwritten) to the power sums
-    sum_x v_x bitrev(x)^j for j < K = powers.shape[1]. Every step of the forward transform is
+    sum_x v_x bitrev(x)^j for j < K = 2 powers.shape[2]. Every step of the forward transform is
     undone in reverse order by its transpose. v is secret; all positions are public.
     """
-    K = powers.shape[1]
+    K = 2 * powers.shape[2]
     N = 1 << m
     nw = N >> 6
     D = 0
