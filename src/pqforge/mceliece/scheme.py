@@ -42,33 +42,40 @@ _i64 = {d: types.Array(types.int64, d, "C") for d in (1, 2)}
 _i64_ro, _u8 = types.Array(types.int64, 1, "C", readonly=True), types.Array(types.uint8, 1, "C")
 _int = types.int64
 KEYGEN_POLYNOMIAL = (Ahead(genpoly, (_i64[1], _int, _int, _i64[1], types.boolean)),)
+KEYGEN_PARITY_CHECK = (Ahead(parity_check_matrix, (_i64[1], _i64[2], _int, _int, _int, _i64_ro)),)
 KEYGEN_MATRIX = (
     Ahead(sort_network, (_i64[1],)),
     Ahead(vec_from_scalars, (_i64[1], _int, _int)),
-    Ahead(parity_check_matrix, (_i64[1], _i64[2], _int, _int, _int, _i64_ro)),
     Ahead(eliminate_rows, (_i64[2], _int, _int, _int)),
     Ahead(move_pivot_columns, (_i64[2], _i64[1], _int)),
     Ahead(pack_public_key, (_i64[2], _int, _int, _int, _u8)),
     Ahead(control_bits, (_i64[1], _int)),
 )
+KEYGEN = (KEYGEN_POLYNOMIAL, KEYGEN_PARITY_CHECK, KEYGEN_MATRIX)
+"""Key generation's kernels in groups of similar compile time (3-7 s each), one helper each."""
 _bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
 ENCAPSULATION = (Ahead(encap_preimage, (_bytes, _bytes, _int, _int, _int, _int, _int)),)
+DECODING = ((decode.MONIC, decode.BENES), (decode.INVERSE_SQUARE, decode.POWER_SUMS, decode.LOCATOR))
+"""Decoding's units in two groups of similar compile time (6-9 s each), one helper each."""
 
 
 def _prepare(path: str) -> Callable[[], None]:
-    """With a first notice: key generation's kernels compile in two other processes (this one
-    waits for them, then loads them), encapsulation's and decoding's in a third at low priority,
-    for the operations that usually follow. A first encapsulation waits for a helper that an
-    earlier process (a ``pqforge kem keygen``) left compiling it; this process's own helper
-    has had little time behind key generation's, so encapsulation compiles here then."""
+    """With a first notice: key generation's kernels compile in three other processes (this one
+    waits for them, then loads them), encapsulation's and decoding's in two more at low priority,
+    for the operations that usually follow (they take the cores key generation leaves idle). A
+    first encapsulation waits for a helper that an earlier process (a ``pqforge kem keygen``)
+    left compiling it; this process's own helper has had little time behind key generation's,
+    so encapsulation compiles here then."""
     def prepare() -> None:
         if path == "keygen":
-            prefetch(KEYGEN_POLYNOMIAL)
-            prefetch(KEYGEN_MATRIX)
+            for group in KEYGEN:
+                prefetch(group)
         if path in ("keygen", "encapsulation"):
-            prefetch(ENCAPSULATION + decode.UNITS if path == "keygen" else decode.UNITS, later=True)
+            first, second = DECODING
+            prefetch((ENCAPSULATION if path == "keygen" else ()) + first, later=True)
+            prefetch(second, later=True)
         if path == "keygen":
-            wait(KEYGEN_POLYNOMIAL + KEYGEN_MATRIX)
+            wait(sum(KEYGEN, ()))
         if path == "encapsulation":
             wait(ENCAPSULATION, own=False)
     return prepare
