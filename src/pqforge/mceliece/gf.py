@@ -187,14 +187,7 @@ def berlekamp_massey(s, t, m, fpoly):
     L = 0
     b = 1
     for N in range(2 * t):
-        # S <- x S + s[N]
-        for k in range(m):
-            carry = (s[N] >> k) & 1
-            for w in range(BM_WORDS):
-                word = S[k, w]
-                S[k, w] = (word << 1) | carry
-                carry = (word >> 63) & 1
-        d = bm_discrepancy(C, S, m)
+        d = bm_discrepancy(C, S, s[N], m)                 # S <- x S + s[N] first
         upd = _nonzero_mask(d) & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
         bm_update(C, B, b, d, upd, keep, m)
         L = (L & ~upd) | ((N + 1 - L) & upd)
@@ -305,6 +298,14 @@ class PlaneBlocks:
         vec = b.insert_element(ir.Constant(self.lanes, None), value, ir.Constant(ir.IntType(32), 0))
         return b.shuffle_vector(vec, ir.Constant(self.lanes, None), ir.Constant(ir.VectorType(ir.IntType(32), self.words), [0] * self.words))
 
+    def shifted_up(self, v):
+        """The lanes as one bit string (lane 0 lowest) shifted up by one bit."""
+        b = self.builder
+        up_one = ir.Constant(ir.VectorType(ir.IntType(32), self.words), [self.words] + list(range(self.words - 1)))
+        carry = b.lshr(b.shuffle_vector(v, ir.Constant(self.lanes, [0] * self.words), up_one),
+                       self.splat(ir.Constant(ir.IntType(64), 63)))
+        return b.or_(b.shl(v, self.splat(ir.Constant(ir.IntType(64), 1))), carry)
+
     def bit_masks(self, x, m):
         """The masks -(bit k of x), k < m, each through the optimisation barrier, in every lane (x may be secret)."""
         b = self.builder
@@ -346,10 +347,15 @@ BM_WORDS = 4
 """Words per plane of Berlekamp-Massey's bitsliced polynomials (coefficients 0 .. 255)."""
 
 
-def bm_discrepancy(C, S, m):
-    """sum_i C_i S_i in GF(2^m) for bitsliced (m, BM_WORDS) C and S (``FIELD_TAPS[m]``): the
-    parity of every plane of their product. Compiled: every plane in vector registers. C and S
-    may be secret."""
+def bm_discrepancy(C, S, new, m):
+    """S <- x S + new (in place), then sum_i C_i S_i in GF(2^m) for bitsliced (m, BM_WORDS) C and
+    S (``FIELD_TAPS[m]``): the parity of every plane of their product. Compiled: every plane in
+    vector registers. C, S and new may be secret."""
+    for k in range(m):
+        up = S[k] << 1
+        up[1:] |= (S[k, :-1] >> 63) & 1
+        up[0] |= (new >> k) & 1
+        S[k] = up
     prod = np.zeros((2 * m - 1, BM_WORDS), dtype=np.int64)
     for i in range(m):
         for j in range(m):
@@ -389,22 +395,26 @@ def _bm_intrinsics(m):
     i64 = ir.IntType(64)
 
     @intrinsic
-    def discrepancy(typingctx, C, S):
+    def discrepancy(typingctx, C, S, new):
         if not planes_intrinsic_args(C, S):
             return None
 
         def codegen(context, builder, signature, args):
             g = PlaneBlocks(context, builder, signature, args, BM_WORDS)
             zero = ir.Constant(i64, 0)
+            first = ir.Constant(g.lanes, [1] + [0] * (BM_WORDS - 1))
+            S = [builder.or_(g.shifted_up(plane), builder.and_(mask, first))
+                 for plane, mask in zip(g.load(1, m, zero), g.bit_masks(g.word(2), m))]
+            g.store(1, S, zero)
             d = zero
-            for k, plane in enumerate(g.product(g.load(0, m, zero), g.load(1, m, zero), m)):
+            for k, plane in enumerate(g.product(g.load(0, m, zero), S, m)):
                 acc = builder.extract_element(plane, ir.Constant(ir.IntType(32), 0))
                 for w in range(1, BM_WORDS):
                     acc = builder.xor(acc, builder.extract_element(plane, ir.Constant(ir.IntType(32), w)))
                 parity = builder.and_(builder.ctpop(acc), ir.Constant(i64, 1))
                 d = builder.or_(d, builder.shl(parity, ir.Constant(i64, k)))
             return d
-        return types.int64(C, S), codegen
+        return types.int64(C, S, new), codegen
 
     @intrinsic
     def update(typingctx, C, B, b, d, upd, keep):
@@ -418,14 +428,10 @@ def _bm_intrinsics(m):
             T = g.reduce(g.xor(g.unreduced(A, g.bit_masks(g.word(2), m), m),
                                g.unreduced(Bv, g.bit_masks(g.word(3), m), m)), m)
             sel = g.splat(g.word(4))
-            none = ir.Constant(g.lanes, [0] * BM_WORDS)
-            up_one = ir.Constant(ir.VectorType(ir.IntType(32), BM_WORDS), [BM_WORDS] + list(range(BM_WORDS - 1)))
             new_B = []
             for k in range(m):
                 v = builder.or_(builder.and_(A[k], sel), builder.and_(Bv[k], builder.not_(sel)))
-                carry = builder.lshr(builder.shuffle_vector(v, none, up_one), g.splat(ir.Constant(i64, 63)))
-                shifted = builder.or_(builder.shl(v, g.splat(ir.Constant(i64, 1))), carry)
-                new_B.append(builder.and_(shifted, kept))
+                new_B.append(builder.and_(g.shifted_up(v), kept))
             g.store(0, T, zero)
             g.store(1, new_B, zero)
             return context.get_dummy_value()
@@ -437,11 +443,11 @@ def _bm_intrinsics(m):
 
 
 @overload(bm_discrepancy, inline="always")
-def _bm_discrepancy_compiled(C, S, m):
-    def impl(C, S, m):
+def _bm_discrepancy_compiled(C, S, new, m):
+    def impl(C, S, new, m):
         if m == 12:
-            return _bm_discrepancy_12(C, S)
-        return _bm_discrepancy_13(C, S)
+            return _bm_discrepancy_12(C, S, new)
+        return _bm_discrepancy_13(C, S, new)
     return impl
 
 
