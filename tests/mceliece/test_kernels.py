@@ -79,6 +79,18 @@ def test_bitsliced_products_in_blocks_and_the_words_after_them(rng, m, poly, tap
     other_order = np.empty_like(A)                   # the same polynomial, taps in another order:
     gf.vec_mul(other_order, A, B, m, taps[::-1].copy())      # every word plane by plane
     assert np.array_equal(other_order, out)
+    # squares the same way: two blocks through square_block, 3 words plane by plane
+    square = np.empty_like(A)
+    gf.vec_square(square, A, m, taps)
+    assert list(gf.vec_to_scalars(square, n)) == [_clmul_mod(int(x), int(x), m, poly) for x in a]
+    twin = np.empty_like(A)
+    gf.vec_square.py_func(twin, A, m, taps)
+    assert np.array_equal(twin, square)
+    aliased = A.copy()
+    gf.vec_square(aliased, aliased, m, taps)
+    assert np.array_equal(aliased, square)
+    gf.vec_square(other_order, A, m, taps[::-1].copy())
+    assert np.array_equal(other_order, square)
 
 
 @pytest.mark.parametrize("m,poly,taps", FIELDS)

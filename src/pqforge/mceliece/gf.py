@@ -343,6 +343,68 @@ def _mul_block_compiled(out, a, b, w, m):
     return impl
 
 
+def square_map(m):
+    """For each plane k, the planes of z^(2k) reduced by ``FIELD_TAPS[m]``: squaring is GF(2)-linear,
+    so plane j of a^2 is the XOR of the planes k whose list holds j."""
+    out = []
+    for k in range(m):
+        poly = 1 << (2 * k)
+        while poly >> m:
+            top = poly.bit_length() - 1
+            poly ^= 1 << top
+            for tap in FIELD_TAPS[m]:
+                poly ^= 1 << (top - m + tap)
+        out.append([j for j in range(m) if (poly >> j) & 1])
+    return out
+
+
+def square_block(out, a, w, m):
+    """out[:, w:w+BLOCK] = a^2 on those words of bitsliced vectors (m, W), Classic McEliece's field
+    (``FIELD_TAPS``); out may alias a. Compiled: every plane of the block in vector registers,
+    the XORs of ``square_map`` unrolled. a may be secret."""
+    planes = [a[k, w:w + BLOCK].copy() for k in range(m)]
+    for j in range(m):
+        out[j, w:w + BLOCK] = 0
+    for k, targets in enumerate(square_map(m)):
+        for j in targets:
+            out[j, w:w + BLOCK] ^= planes[k]
+
+
+def _square_block_intrinsic(m):
+    targets = square_map(m)
+
+    @intrinsic
+    def block(typingctx, out, a, w):
+        if not planes_intrinsic_args(out, a):
+            return None
+
+        def codegen(context, builder, signature, args):
+            g = PlaneBlocks(context, builder, signature, args)
+            start = g.word(2)
+            A = g.load(1, m, start)
+            result: list = [None] * m
+            for k, planes in enumerate(targets):
+                for j in planes:
+                    result[j] = A[k] if result[j] is None else builder.xor(result[j], A[k])
+            g.store(0, result, start)
+            return context.get_dummy_value()
+        return types.void(out, a, w), codegen
+    return block
+
+
+_square_block_12, _square_block_13 = _square_block_intrinsic(12), _square_block_intrinsic(13)
+
+
+@overload(square_block, inline="always")
+def _square_block_compiled(out, a, w, m):
+    def impl(out, a, w, m):
+        if m == 12:
+            _square_block_12(out, a, w)
+        else:
+            _square_block_13(out, a, w)
+    return impl
+
+
 BM_WORDS = 4
 """Words per plane of Berlekamp-Massey's bitsliced polynomials (coefficients 0 .. 255)."""
 
@@ -461,6 +523,14 @@ def _bm_update_compiled(C, B, b, d, upd, keep, m):
     return impl
 
 
+@njit(cache=JIT_CACHE, inline="always")
+def _classic_field(m, taps):
+    # whether z^m = sum z^tap is Classic McEliece's field polynomial (``FIELD_TAPS``), which the
+    # block intrinsics assume
+    return (m == 12 and taps.shape[0] == 2 and taps[0] == 3 and taps[1] == 0) or (
+        m == 13 and taps.shape[0] == 4 and taps[0] == 4 and taps[1] == 3 and taps[2] == 1 and taps[3] == 0)
+
+
 @njit(cache=JIT_CACHE)
 def vec_mul(out, a, b, m, taps):
     """out = a * b elementwise for bitsliced vectors (m, W); out may alias a or b.
@@ -472,8 +542,7 @@ def vec_mul(out, a, b, m, taps):
     """
     W = a.shape[1]
     done = 0
-    if (m == 12 and taps.shape[0] == 2 and taps[0] == 3 and taps[1] == 0) or (
-            m == 13 and taps.shape[0] == 4 and taps[0] == 4 and taps[1] == 3 and taps[2] == 1 and taps[3] == 0):
+    if _classic_field(m, taps):
         done = W - W % BLOCK
         for w in range(0, done, BLOCK):
             mul_block(out, a, b, w, m)
@@ -575,19 +644,27 @@ def vec_eval_table(coeffs, T, m):
 @njit(cache=JIT_CACHE)
 def vec_square(out, a, m, taps):
     """out = a^2 elementwise (a secret; out may alias a). Squaring is GF(2)-linear: bit k moves
-    to z^(2k), reduced by z^m = sum z^tap, so it costs shifts of whole planes only."""
+    to z^(2k), reduced by z^m = sum z^tap, so it costs XORs of whole planes only. With Classic
+    McEliece's field polynomials the words go through ``square_block`` BLOCK at a time, the
+    rest plane by plane here."""
     W = a.shape[1]
-    prod = np.zeros((2 * m - 1, W), dtype=np.int64)
+    done = 0
+    if _classic_field(m, taps):
+        done = W - W % BLOCK
+        for w in range(0, done, BLOCK):
+            square_block(out, a, w, m)
+    rest = W - done
+    prod = np.zeros((2 * m - 1, rest), dtype=np.int64)
     for k in range(m):
-        for w in range(W):
-            prod[2 * k, w] = a[k, w]
+        for w in range(rest):
+            prod[2 * k, w] = a[k, done + w]
     for i in range(2 * m - 2, m - 1, -1):
         for tap in taps:
-            for w in range(W):
+            for w in range(rest):
                 prod[i - m + tap, w] ^= prod[i, w]
     for k in range(m):
-        for w in range(W):
-            out[k, w] = prod[k, w]
+        for w in range(rest):
+            out[k, done + w] = prod[k, w]
 
 
 @njit(cache=JIT_CACHE)
