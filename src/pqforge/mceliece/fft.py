@@ -139,6 +139,16 @@ def butterfly_transposed(E, U, lo, hi, j, m):
     E[:, hi:hi + BLOCK] ^= P
 
 
+def _butterfly_planes(g, low, high, u, m, transposed):
+    """IR of one butterfly on planes in registers (``gf.PlaneBlocks`` g): (low + high u, high +
+    that), or its transpose (low + high, high + that times u)."""
+    if transposed:
+        low = g.xor(low, high)
+        return low, g.xor(high, g.product(low, u, m))
+    low = g.xor(low, g.product(high, u, m))
+    return low, g.xor(high, low)
+
+
 def _butterfly_intrinsic(m, transposed):
     @intrinsic
     def step(typingctx, E, U, lo, hi, j):
@@ -149,12 +159,7 @@ def _butterfly_intrinsic(m, transposed):
             g = PlaneBlocks(context, builder, signature, args)
             lo, hi, j = g.word(2), g.word(3), g.word(4)
             low, high, u = g.load(0, m, lo), g.load(0, m, hi), g.load(1, m, j)
-            if transposed:
-                low = g.xor(low, high)
-                high = g.xor(high, g.product(low, u, m))
-            else:
-                low = g.xor(low, g.product(high, u, m))
-                high = g.xor(high, low)
+            low, high = _butterfly_planes(g, low, high, u, m, transposed)
             g.store(0, low, lo)
             g.store(0, high, hi)
             return context.get_dummy_value()
@@ -249,12 +254,7 @@ def _narrow_intrinsic(m, transposed):
                     for size, block in cases.items():
                         phi.add_incoming(split[size][half][k], block)
                     out.append(phi)
-            if transposed:
-                low = g.xor(low, high)
-                high = g.xor(high, g.product(low, u, m))
-            else:
-                low = g.xor(low, g.product(high, u, m))
-                high = g.xor(high, low)
+            low, high = _butterfly_planes(g, low, high, u, m, transposed)
             # back to word order: position p of the 2 BLOCK words takes lane i of low (p = lo_at[i])
             # or of high (p = hi_at[i]); low | high are lanes 0..BLOCK-1 | BLOCK..2 BLOCK-1
             stores = {size: builder.append_basic_block(f"store{size}") for size in (1, 2, 4)}
