@@ -296,7 +296,8 @@ class PlaneBlocks:
         """An i64 in every lane."""
         b = self.builder
         vec = b.insert_element(ir.Constant(self.lanes, None), value, ir.Constant(ir.IntType(32), 0))
-        return b.shuffle_vector(vec, ir.Constant(self.lanes, None), ir.Constant(ir.VectorType(ir.IntType(32), self.words), [0] * self.words))
+        lane0 = ir.Constant(ir.VectorType(ir.IntType(32), self.words), [0] * self.words)
+        return b.shuffle_vector(vec, ir.Constant(self.lanes, None), lane0)
 
     def shifted_up(self, v):
         """The lanes as one bit string (lane 0 lowest) shifted up by one bit."""

@@ -292,7 +292,7 @@ def syndrome_from_public_key(pk, e, mt, row_bytes):
 def padding_ok(pk, mt, row_bytes, k):
     """1 when every row of the packed public key has zero bits past its k columns, else 0
     (public)."""
-    if k & 7 == 0:
+    if (k & 7) == 0:
         return 1
     bad = 0
     for i in range(mt):
