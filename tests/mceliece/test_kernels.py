@@ -170,6 +170,13 @@ def test_poly_ring_and_genpoly(rng, m, poly, taps):
         assert not acc.any()
 
 
+def test_berlekamp_massey_refuses_what_its_intrinsics_do_not_cover():
+    s = np.zeros(12, dtype=np.int64)
+    for args in ((6, 11, 0x805), (6, 12, 0x1053), (300, 13, 0x201B)):   # GF(2^11), another poly, t too large
+        with pytest.raises(ValueError, match="Classic McEliece"):
+            gf.berlekamp_massey(s if args[0] == 6 else np.zeros(600, dtype=np.int64), *args)
+
+
 @pytest.mark.parametrize("m,poly,taps", FIELDS)
 @pytest.mark.parametrize("t,errors", [(6, 6), (7, 7), (7, 5)])   # both parities of t (two per word)
 def test_berlekamp_massey_finds_error_positions(rng, m, poly, taps, t, errors):

@@ -176,6 +176,8 @@ def berlekamp_massey(s, t, m, fpoly):
     planes of C * S, and the update two products by broadcast scalars, each step in vector
     registers (``bm_discrepancy``, ``bm_update``).
     """
+    if not ((m == 12 and fpoly == 0x1009) or (m == 13 and fpoly == 0x201B)) or t >= 64 * BM_WORDS:
+        raise ValueError("berlekamp_massey: Classic McEliece's fields (FIELD_TAPS) and t < 256 only")
     C = np.zeros((m, BM_WORDS), dtype=np.int64)
     B = np.zeros((m, BM_WORDS), dtype=np.int64)
     S = np.zeros((m, BM_WORDS), dtype=np.int64)
