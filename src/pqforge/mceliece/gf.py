@@ -430,10 +430,7 @@ def bm_discrepancy(C, S, new, m):
             prod[i - m + tap] ^= prod[i]
     d = 0
     for k in range(m):
-        acc = 0
-        for w in range(BM_WORDS):
-            acc ^= int(prod[k, w])
-        d |= (bin(acc & (2**64 - 1)).count("1") & 1) << k
+        d |= int(_parity64(np.bitwise_xor.reduce(prod[k]))) << k
     return d
 
 
