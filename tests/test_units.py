@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,53 +35,83 @@ def test_argument_types_other_than_the_units_signature_fail_when_the_caller_comp
         uk.twice_the_sum(uk.SUM.address, np.arange(3, dtype=np.int32), 1)
 
 
-def test_units_missing_from_the_cache_compile_in_other_processes(tmp_path):
+def _compiles(log):
+    """The keys of the units compiled (not loaded), one entry per compile in any process, from a
+    UNIT_COMPILE_LOG file."""
+    return sorted(line.split()[1] for line in log.read_text().splitlines())
+
+
+def test_units_missing_from_the_cache_compile_here_and_in_a_helper_without_compiling_twice(tmp_path):
     code = ("import json\n"
             "from pqforge import _units\n"
             "from tests import unit_kernels as uk\n"
             "started = []\n"
-            "spawn = _units._compile_elsewhere\n"
-            "_units._compile_elsewhere = lambda items, later=False: (started.extend(i.kernel.__name__ for i in items),"
-            " spawn(items, later))\n"
+            "spawn = _units._start_helper\n"
+            "_units._start_helper = lambda specs: (started.append(list(specs)), spawn(specs))\n"
             "_units._cores = lambda: 2\n"
             "import numpy as np\n"
             "print(json.dumps({'started': started, 'result': int(uk.scaled_sum(_units.addresses((uk.SUM, uk.SCALE)),"
             " np.arange(1, 6, dtype=np.int64), 2))}))\n")
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    log = tmp_path / "log"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "UNIT_COMPILE_LOG": str(log)}
     runs = [json.loads(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                                       text=True, check=True, timeout=600).stdout) for _ in range(2)]
-    assert runs[0] == {"started": ["scale_into"], "result": 30}     # the first here, the second elsewhere
-    assert runs[1] == {"started": [], "result": 30}                 # then both from the cache
-    assert len(list(tmp_path.rglob("*scale_into_unit*.nbi"))) == 1
+    specs = [_units._spec(u) for u in (uk.SUM, uk.SCALE)]
+    assert runs[0] == {"started": [specs], "result": 30}     # one helper, over the same list
+    assert runs[1] == {"started": [], "result": 30}          # then both from the cache
+    assert _compiles(log) == sorted([uk.SUM.key, uk.SCALE.key])     # each once, here or in the helper
+    assert not list((tmp_path / "cache" / "pqforge-compiling").iterdir())    # every claim released
 
 
 def test_the_argument_types_compiled_ahead_are_those_of_the_calls():
     # an entry whose types no call uses would be compiled for nothing on every first use
-    from pqforge.mceliece import McEliece348864, McEliece348864f, scheme
-    for alg in (McEliece348864, McEliece348864f):
+    from pqforge.mceliece import McEliece348864, McEliece348864f, McEliece460896, scheme
+    for alg in (McEliece348864, McEliece348864f, McEliece460896):       # t = 64 and 96
         pk, sk = alg.keypair()
-        alg.encapsulate(pk)
-    for item in sum(scheme.KEYGEN, ()) + scheme.ENCAPSULATION:
-        assert item.args in item.kernel.overloads, item.key
+        ct, _ = alg.encapsulate(pk)
+        alg.decapsulate(sk, ct)
+    for item in scheme.KEYGEN + scheme.ENCAPSULATION + scheme.DECODING:
+        if isinstance(item, _units.Ahead):
+            assert item.args in item.kernel.overloads, item.key
 
 
-def test_a_helper_process_that_does_not_finish_is_stopped_and_the_unit_compiles_here(monkeypatch):
-    class Stuck:
-        killed = False
+def _claimed_by(item, pid):
+    marker = _units._in_progress_marker(_units._spec(item))
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(f"{pid}\n")
+    return marker
 
-        def wait(self, timeout=None):
-            if timeout is not None and not self.killed:
-                raise subprocess.TimeoutExpired("worker", timeout)
 
-        def kill(self):
-            self.killed = True
+@pytest.fixture
+def sleeper():
+    """A live process other than this one, standing for another process's helper."""
+    process = subprocess.Popen(["sleep", "60"])
+    yield process
+    process.kill()
+    process.wait()
 
-    unit = _units.Unit(uk.weighted_sum, uk.SUM.signature)       # a fresh unit: not loaded yet
-    stuck = Stuck()
-    unit._worker = stuck
+
+def test_an_entry_claimed_by_a_live_process_is_not_claimed_again_until_that_process_is_gone(
+        monkeypatch, tmp_path, sleeper):
+    monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
+    unit = _never_cached(monkeypatch, _units.Unit(uk.weighted_sum, uk.SUM.signature))
+    marker = _claimed_by(unit, sleeper.pid)
+    assert not _units._claim(unit) and _units._missing((unit,)) == []
+    sleeper.kill()
+    sleeper.wait()
+    assert _units._missing((unit,)) == [unit]       # its process is gone: the claim is stale
+    assert _units._claim(unit) and marker.read_text() == f"{os.getpid()}\n"
+    _units._unmark(_units._spec(unit))
+    assert not marker.exists()
+
+
+def test_a_claim_older_than_the_limit_is_stale_and_the_entry_compiles_here(monkeypatch, tmp_path, sleeper):
+    monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
     monkeypatch.setattr(_units, "WORKER_SECONDS", 0.01)
+    unit = _units.Unit(uk.weighted_sum, uk.SUM.signature)       # a fresh unit: not loaded yet
+    _claimed_by(unit, sleeper.pid)
+    time.sleep(0.05)
     address, = _units.addresses((unit,))
-    assert stuck.killed and unit._worker is None
     assert uk.twice_the_sum(address, np.arange(3, dtype=np.int64), 1) == 6
 
 
@@ -88,9 +119,9 @@ def test_without_a_python_interpreter_to_start_everything_compiles_here(monkeypa
     # Python embedded in another program: sys.executable is that program (here one that exists
     # and would start), never run with our arguments
     monkeypatch.setattr(_units.sys, "executable", shutil.which("true"))
-    unit = _units.Unit(uk.scale_into, uk.SCALE.signature)
-    _units._compile_elsewhere([unit])
-    assert unit._worker is None
+    before = dict(_units._helpers)
+    _units._start_helper([_units._spec(uk.SCALE)])
+    assert _units._helpers == before
 
 
 def _never_cached(monkeypatch, unit):
@@ -98,59 +129,54 @@ def _never_cached(monkeypatch, unit):
     return unit
 
 
-def test_an_entry_a_live_helper_of_another_process_compiles_is_not_compiled_again(monkeypatch, tmp_path):
+def test_a_helper_skips_the_entries_another_live_process_has_claimed(monkeypatch, tmp_path, sleeper):
     monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
-    unit = _never_cached(monkeypatch, _units.Unit(uk.weighted_sum, uk.SUM.signature))
-    helper = subprocess.Popen(["sleep", "60"])     # stands for a helper some other process started
-    try:
-        _units._mark([_units._spec(unit)], helper.pid)
-        assert _units._missing((unit,)) == []
-    finally:
-        helper.kill()
-        helper.wait()
-    assert _units._missing((unit,)) == [unit]       # its helper is gone: the marker is stale
+    compiled = []
+    monkeypatch.setattr(_units.Unit, "_compile_here", lambda self: compiled.append(self.key))
+    monkeypatch.setattr(_units.Unit, "_in_cache", lambda self: False)
+    _claimed_by(uk.SUM, sleeper.pid)
+    _units.compile_in_worker([_units._spec(uk.SUM), _units._spec(uk.SCALE)])
+    assert compiled == [uk.SCALE.key]
+    assert _units._in_progress_marker(_units._spec(uk.SUM)).exists()     # the other's claim stays
+    assert not _units._in_progress_marker(_units._spec(uk.SCALE)).exists()
 
 
-def test_waiting_for_another_processs_helper_ends_when_its_marker_goes(monkeypatch, tmp_path):
+def test_waiting_for_an_entry_another_process_compiles_ends_when_its_claim_goes(monkeypatch, tmp_path, sleeper):
     import threading
-    import time
     monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
     unit = _never_cached(monkeypatch, _units.Unit(uk.weighted_sum, uk.SUM.signature))
-    spec = _units._spec(unit)
-    helper = subprocess.Popen(["sleep", "60"])
-    try:
-        _units._mark([spec], helper.pid)
-        threading.Timer(0.5, _units._in_progress_marker(spec).unlink).start()     # the entry lands
-        start = time.monotonic()
-        _units.wait((unit,))
-        assert 0.4 < time.monotonic() - start < 30
-    finally:
-        helper.kill()
-        helper.wait()
+    marker = _claimed_by(unit, sleeper.pid)
+    threading.Timer(0.5, marker.unlink).start()     # the entry lands
+    start = time.monotonic()
+    _units.obtain((unit,))
+    assert 0.4 < time.monotonic() - start < 30 and unit._ready()
 
 
-def test_a_process_started_while_an_earlier_ones_helper_runs_waits_for_it(tmp_path):
-    # `pqforge keygen` starts helpers and returns; `pqforge sign` right after must not compile
-    # what they are compiling
+def test_a_process_started_while_an_earlier_ones_helper_runs_shares_the_work_and_nothing_compiles_twice(tmp_path):
+    # `pqforge keygen` starts a helper and returns; `pqforge sign` right after must not compile
+    # what the helper is compiling, and compiles what it has not taken yet
     first = ("from pqforge import _units\n"
              "from tests import unit_kernels as uk\n"
              "_units._cores = lambda: 2\n"
-             "_units.prefetch((uk.SUM, uk.SCALE), later=True)\n")
+             "_units.prefetch(later=(uk.SUM, uk.SCALE))\n")
     second = ("import json\n"
               "import numpy as np\n"
               "from pqforge import _units\n"
               "from tests import unit_kernels as uk\n"
-              "here, spawned = [], []\n"
+              "spawned = []\n"
               "_units._cores = lambda: 2\n"
-              "compile_here = _units.Unit._compile_here\n"
-              "_units.Unit._compile_here = lambda self: (here.append(self.key), compile_here(self))\n"
-              "_units._compile_elsewhere = lambda items, later=False: spawned.extend(i.key for i in items)\n"
+              "_units._start_helper = lambda specs: spawned.append(specs)\n"
               "result = int(uk.scaled_sum(_units.addresses((uk.SUM, uk.SCALE)), np.arange(1, 6, dtype=np.int64), 2))\n"
-              "print(json.dumps({'here': here, 'spawned': spawned, 'result': result}))\n")
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+              "print(json.dumps({'spawned': spawned, 'result': result}))\n")
+    log = tmp_path / "log"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "UNIT_COMPILE_LOG": str(log)}
     subprocess.run([sys.executable, "-c", first], cwd=ROOT, env=env, check=True, timeout=600)
-    assert len(list((tmp_path / "pqforge-compiling").iterdir())) in (1, 2)    # the helper's work left
     out = subprocess.run([sys.executable, "-c", second], cwd=ROOT, env=env, capture_output=True, text=True,
                          check=True, timeout=600).stdout
-    assert json.loads(out) == {"here": [], "spawned": [], "result": 30}
-    assert list((tmp_path / "pqforge-compiling").iterdir()) == []      # each marker removed as its entry landed
+    result = json.loads(out)
+    assert result["result"] == 30
+    deadline = time.monotonic() + 300       # the helper may still be loading what the second process compiled
+    while list((tmp_path / "cache" / "pqforge-compiling").glob("*")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not list((tmp_path / "cache" / "pqforge-compiling").glob("*"))    # every claim released
+    assert _compiles(log) == sorted([uk.SUM.key, uk.SCALE.key])     # each once, in one process or the other

@@ -1,4 +1,9 @@
-"""Two tiny kernels as units, for the tests of ``pqforge._units``."""
+"""Two tiny kernels as units, for the tests of ``pqforge._units``. With ``UNIT_COMPILE_LOG`` set
+in the environment, every process that imports this module (a test's, or a helper looking for
+the units) appends "pid key" to that file for each unit it compiles (not for those it loads
+from the cache)."""
+
+import os
 
 import numba as nb
 import numpy as np
@@ -21,6 +26,17 @@ def weighted_sum(a, w):
 def scale_into(a, w, out):
     for i in range(a.shape[0]):
         out[i] = w * a[i]
+
+
+if os.environ.get("UNIT_COMPILE_LOG"):
+    _compile_here = Unit._compile_here
+
+    def _logged(self):
+        _compile_here(self)
+        if self._cfunc.cache_hits == 0:
+            with open(os.environ["UNIT_COMPILE_LOG"], "a") as log:
+                log.write(f"{os.getpid()} {self.key}\n")
+    Unit._compile_here = _logged
 
 
 SUM = Unit(weighted_sum, types.int64(_i64, types.int64))

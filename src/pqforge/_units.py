@@ -16,13 +16,14 @@ typing error when the caller compiles, never a wrong call. Outside compiled code
 constant-time trace check) ``unit.call`` runs the kernel itself.
 
 Compiling side by side: a first use can hand kernels to other processes, which compile them
-into the cache while this one goes on; ``prefetch`` starts them (one process per call, its
-items in order), ``wait`` and ``addresses`` wait for them. Units and ``Ahead`` entries (a kernel
-that Python code calls, with the argument types of that call) can be handed over alike.
-Processes that compile for later operations run at low priority, so they take idle cores
-only. A helper outlives the process that started it (a ``pqforge keygen`` that has returned),
-so each entry it has yet to deliver has a marker in the cache directory naming the helper's
-pid; any process that needs the entry waits for that helper instead of compiling it again.
+into the cache while this one goes on. ``prefetch`` starts helpers over a list of entries,
+``obtain`` makes entries ready here; both go through their list in order and take only what no
+other process has claimed (a marker file in the cache directory, created atomically, naming
+the process), so this process and its helpers share the work like one queue, and a helper left
+running by an earlier process (a ``pqforge keygen`` that has returned) is waited for, never
+doubled. Units and ``Ahead`` entries (a kernel that Python code calls, with the argument types
+of that call) are handled alike. Entries for later operations compile at low priority, on
+idle cores only.
 """
 
 from __future__ import annotations
@@ -55,7 +56,6 @@ class Unit:
         self.signature = signature
         self._cfunc: Any = None
         self._address: int | None = None
-        self._worker: subprocess.Popen | None = None     # a process compiling this unit
         self.home = kernel.py_func.__module__
         self.key = kernel.py_func.__qualname__
         self.call = self._caller()
@@ -130,7 +130,6 @@ class Ahead:
         # declared at module level (alone or in a tuple), where a worker can find it
         self.kernel = kernel
         self.args = tuple(args)
-        self._worker: subprocess.Popen | None = None
         self.home = sys._getframe(1).f_globals["__name__"]     # where workers find this entry
         self.key = f"{kernel.py_func.__qualname__}{self.args}"
 
@@ -160,23 +159,29 @@ def _declared(module: Any) -> list:
 
 
 def compile_in_worker(specs: Sequence[str]) -> None:
-    """What a worker runs: compile the entries named "module:key", in order, removing each
-    one's in-progress marker as it lands (and all that are left when it stops)."""
+    """What a helper runs: compile the entries named "module:key" in order, each unless the
+    cache has it or another process has claimed it; after ``LATER`` at low priority."""
     import importlib
-    try:
-        for spec in specs:
-            home, key = spec.split(":", 1)
-            for item in _declared(importlib.import_module(home)):
-                if item.key == key:
-                    item._compile_here()
-                    break
-            _unmark(spec)
-    finally:
-        for spec in specs:
-            _unmark(spec)
+    for spec in specs:
+        if spec == LATER:
+            os.nice(10)
+            continue
+        home, key = spec.split(":", 1)
+        for item in _declared(importlib.import_module(home)):
+            if item.key == key:
+                if not item._in_cache() and _claim(item):
+                    try:
+                        item._compile_here()
+                    finally:
+                        _unmark(spec)
+                break
 
 
-# -- entries in progress in some process: a marker file each, holding the helper's pid ---------
+# -- entries being compiled: a marker file each, holding the pid of the process compiling it ------
+
+LATER = "--later"
+"""In a helper's list: the entries after it are for later operations (low priority)."""
+
 
 def _spec(item: Compilable) -> str:
     return f"{item.home}:{item.key}"
@@ -189,16 +194,38 @@ def _in_progress_marker(spec: str) -> Path | None:
     return _compile_cache.CACHE_DIR / "pqforge-compiling" / name
 
 
-def _mark(specs: Sequence[str], pid: int) -> None:
-    for spec in specs:
-        marker = _in_progress_marker(spec)
-        if marker is None:
-            return
+def _claim(item: Compilable) -> bool:
+    """Mark ``item`` as compiled by this process, unless a live process has done so (False).
+    Without a marker (nothing writable) this process compiles it: at worst twice, only slower."""
+    marker = _in_progress_marker(_spec(item))
+    if marker is None:
+        return True
+    for _ in range(2):
         try:
             marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.write_text(f"{pid}\n")
-        except OSError:     # without a marker another process may compile the entry too: only slower
-            return
+            own = marker.with_name(f"{marker.name}.{os.getpid()}")
+            own.write_text(f"{os.getpid()}\n")
+        except OSError:
+            return True
+        try:
+            os.link(own, marker)        # atomic: one process gets the marker, with its pid in it
+            return True
+        except FileExistsError:
+            if _claimed_elsewhere(item):
+                return False
+            _remove(marker)             # stale: its process is gone
+        except OSError:
+            return True
+        finally:
+            _remove(own)
+    return True
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def _unmark(spec: str) -> None:
@@ -210,7 +237,12 @@ def _unmark(spec: str) -> None:
         pass
 
 
+_helpers: dict[int, subprocess.Popen] = {}      # this process's helpers, by pid
+
+
 def _alive(pid: int) -> bool:
+    if pid in _helpers:
+        return _helpers[pid].poll() is None       # (reaps it when it has ended)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -222,9 +254,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _compiling_elsewhere(item: Compilable) -> bool:
-    """Whether a live helper (started by this process or another) has yet to deliver ``item``.
-    A marker whose helper is gone, or older than ``WORKER_SECONDS``, is stale."""
+def _claimed_elsewhere(item: Compilable) -> bool:
+    """Whether a live process other than this one (a helper of this process or of another) is
+    compiling ``item``. A marker whose process is gone, or older than ``WORKER_SECONDS``, is stale."""
     marker = _in_progress_marker(_spec(item))
     if marker is None:
         return False
@@ -237,7 +269,6 @@ def _compiling_elsewhere(item: Compilable) -> bool:
 
 
 _WORKER = "import sys; from pqforge._units import compile_in_worker; compile_in_worker(sys.argv[1:])"
-_LATER = "import os, sys; os.nice(10); from pqforge._units import compile_in_worker; compile_in_worker(sys.argv[1:])"
 
 
 def _cores() -> int:
@@ -247,89 +278,92 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _compile_elsewhere(items: Sequence[Compilable], later: bool = False) -> None:
-    """Start one process that compiles ``items`` into the cache in order (nothing when none can be
-    started: each then compiles here when it is needed); ``later``: at low priority."""
+def _start_helper(specs: Sequence[str]) -> None:
+    """Start one process that compiles the entries ``specs`` (``compile_in_worker``); nothing when
+    none can be started: each then compiles here when it is needed."""
     if not Path(sys.executable or "").name.lower().startswith(("python", "pypy")):
         return      # Python embedded in another program (uwsgi, mod_wsgi): no interpreter to start
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)        # pqforge importable as here
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     try:
-        worker = subprocess.Popen([sys.executable, "-c", _LATER if later else _WORKER,
-                                   *(_spec(item) for item in items)], env=env,
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        helper = subprocess.Popen([sys.executable, "-c", _WORKER, *specs], env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except (OSError, ValueError):
         return
-    _mark([_spec(item) for item in items], worker.pid)
-    for item in items:
-        item._worker = worker
+    _helpers[helper.pid] = helper
 
 
 def _missing(items: Sequence[Compilable]) -> list:
-    """The entries neither compiled here, nor in the cache, nor being compiled by a worker
-    (this process's or another's)."""
+    """The entries neither compiled here, nor in the cache, nor being compiled elsewhere."""
     if not JIT_CACHE:
         return []
-    return [i for i in items if not i._ready() and i._worker is None and not i._in_cache()
-            and not _compiling_elsewhere(i)]
+    return [i for i in items if not i._ready() and not i._in_cache() and not _claimed_elsewhere(i)]
 
 
-def prefetch(items: Sequence[Compilable], later: bool = False) -> None:
-    """Start compiling those of ``items`` that the cache lacks, in order, in one other process,
-    when the machine has more than one core; returns at once. ``later``: for operations after
-    the current one (the process runs at low priority)."""
-    if _cores() > 1:
-        missing = _missing(items)
-        if missing:
-            _compile_elsewhere(missing, later)
+MAX_HELPERS = 4
+
+
+def prefetch(items: Sequence[Compilable] = (), later: Sequence[Compilable] = ()) -> None:
+    """Start compiling, in other processes, those of ``items`` and then of ``later`` (for
+    operations after the current one: at low priority) that the cache lacks; returns at once.
+    One helper per spare core (cores but this one, at most ``MAX_HELPERS`` helpers of this
+    process running, at most one per entry), each going through the same list and taking the
+    entries no process has claimed, as ``obtain`` does here: the work spreads over the
+    processes without a plan. An earlier prefetch's helpers that still run use up the spare
+    cores (they usually have the entries of the later operations on their lists)."""
+    running = sum(1 for helper in _helpers.values() if helper.poll() is None)
+    spare = min(_cores() - 1, MAX_HELPERS) - running
+    if spare < 1:
+        return
+    now, after = _missing(items), _missing(later)
+    specs = [_spec(i) for i in now] + ([LATER] + [_spec(i) for i in after] if after else [])
+    for _ in range(min(spare, len(now) + len(after))):
+        _start_helper(specs)
 
 
 _lock = threading.RLock()     # threads of a batch may ask at once: one compile, one wait
 
 
 WORKER_SECONDS = 600
-"""How long to wait for a helper process; one that takes longer is stopped (what it did not
-deliver then compiles here)."""
+"""How long an entry may stay claimed by a live process; a claim that old is stale."""
 
 
 POLL_SECONDS = 0.05
-"""How often to look whether another process's helper has delivered an entry."""
+"""How often to look whether another process has delivered an entry."""
 
 
-def wait(items: Sequence[Compilable], own: bool = True) -> None:
-    """Wait for the processes compiling any of ``items``: this process's helpers (unless ``own``
-    is false), and those that other processes started and left running (their markers)."""
+def obtain(items: Sequence[Compilable]) -> None:
+    """Make every one of ``items`` ready in this process: those no other process is compiling
+    are compiled here (or loaded from the cache), in order, claiming each first, so that helpers
+    going through the same list take the others; then the rest are waited for and loaded."""
     with _lock:
+        elsewhere = []
         for item in items:
-            worker = item._worker
-            if worker is not None:
-                if not own:
-                    continue
+            if item._ready():
+                continue
+            if not JIT_CACHE or _claim(item):
                 try:
-                    worker.wait(timeout=WORKER_SECONDS)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
-                    worker.wait()
-                item._worker = None
-            elif JIT_CACHE and not item._ready():
-                deadline = time.monotonic() + WORKER_SECONDS
-                while _compiling_elsewhere(item) and time.monotonic() < deadline:
-                    time.sleep(POLL_SECONDS)
+                    item._compile_here()
+                finally:
+                    _unmark(_spec(item))
+            else:
+                elsewhere.append(item)
+        for item in elsewhere:
+            deadline = time.monotonic() + WORKER_SECONDS
+            while _claimed_elsewhere(item) and time.monotonic() < deadline:
+                time.sleep(POLL_SECONDS)
+            item._compile_here()      # from the cache (compiled here if its process failed)
 
 
 def addresses(units: Sequence[Unit]) -> tuple[int, ...]:
-    """The addresses of ``units``: units being compiled elsewhere are waited for; when the
-    cache lacks several, the rest compile in another process while this one compiles the
-    first; then they load from the cache (any a worker did not deliver compiles here)."""
+    """The addresses of ``units`` in this process (``obtain``: when the cache lacks several, they
+    compile here and in a helper side by side)."""
     known = tuple([unit._address for unit in units])
     if None not in known:
         return known
     with _lock:
-        missing = _missing(units)
-        if len(missing) > 1 and _cores() > 1:
-            _compile_elsewhere(missing[1:])
-        for unit in missing[:1]:
-            unit._compile_here()
-        wait(units)
+        if len(_missing(units)) > 1:
+            prefetch(units)
+        obtain(units)
         return tuple(unit.address for unit in units)

@@ -909,8 +909,7 @@ def units() -> tuple[int, int]:
 def prefetch_units() -> None:
     """Start compiling the units that the cache lacks, elsewhere (``pqforge._units.prefetch``):
     a first key generation or expansion is usually followed by signing and verification."""
-    prefetch((WHIP,), later=True)
-    prefetch((SOLVE,), later=True)
+    prefetch(later=(WHIP, SOLVE))
 
 
 def verify_units() -> tuple[int, int]:

@@ -18,7 +18,7 @@ import numpy as np
 from numba import types
 
 from .._compile_cache import Operation, compiling
-from .._units import Ahead, prefetch, wait
+from .._units import Ahead, obtain, prefetch
 from ..errors import InvalidInput, InvalidKey, require_bytes
 from ..symmetric import shake256
 from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
@@ -38,46 +38,48 @@ COMPILE_SECONDS = {"keygen": 10, "public key": 6, "encapsulation": 3, "decapsula
 
 # The kernels that key generation and encapsulation call, with the argument types of those calls:
 # a first use compiles them in other processes, side by side (``pqforge._units``).
-_i64 = {d: types.Array(types.int64, d, "C") for d in (1, 2)}
+_i64 = {d: types.Array(types.int64, d, "C") for d in (1, 2, 3)}
 _i64_ro, _u8 = types.Array(types.int64, 1, "C", readonly=True), types.Array(types.uint8, 1, "C")
 _int = types.int64
-KEYGEN_POLYNOMIAL = (Ahead(genpoly, (_i64[1], _int, _int, _i64[1], types.boolean)),)
-KEYGEN_PARITY_CHECK = (Ahead(parity_check_matrix, (_i64[1], _i64[2], _int, _int, _int, _i64_ro)),)
-KEYGEN_MATRIX = (
-    Ahead(sort_network, (_i64[1],)),
-    Ahead(vec_from_scalars, (_i64[1], _int, _int)),
-    Ahead(eliminate_rows, (_i64[2], _int, _int, _int)),
-    Ahead(move_pivot_columns, (_i64[2], _i64[1], _int)),
-    Ahead(pack_public_key, (_i64[2], _int, _int, _int, _u8)),
+KEYGEN = (
+    Ahead(parity_check_matrix, (_i64[1], _i64[2], _int, _int, _int, _i64_ro)),
     Ahead(control_bits, (_i64[1], _int)),
+    Ahead(genpoly, (_i64[1], _int, _int, _i64[1], types.boolean)),
+    Ahead(move_pivot_columns, (_i64[2], _i64[1], _int)),
+    Ahead(sort_network, (_i64[1],)),
+    Ahead(eliminate_rows, (_i64[2], _int, _int, _int)),
+    Ahead(vec_from_scalars, (_i64[1], _int, _int)),
+    Ahead(pack_public_key, (_i64[2], _int, _int, _int, _u8)),
 )
-KEYGEN = (KEYGEN_POLYNOMIAL, KEYGEN_PARITY_CHECK, KEYGEN_MATRIX)
-"""Key generation's kernels in groups of similar compile time (3-7 s each), one helper each."""
+"""Key generation's kernels, the longest to compile first (so that the processes sharing them
+finish together)."""
 _bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
 ENCAPSULATION = (Ahead(encap_preimage, (_bytes, _bytes, _int, _int, _int, _int, _int)),)
-DECODING = ((decode.MONIC, decode.BENES), (decode.INVERSE_SQUARE, decode.POWER_SUMS, decode.LOCATOR))
-"""Decoding's units in two groups of similar compile time (6-9 s each), one helper each."""
+DECODING = (decode.POWER_SUMS, decode.MONIC, decode.LOCATOR,
+            Ahead(decap_preimage_bytes, (_bytes, _bytes, _int, _int, _int, _int, _i64_ro, *[_i64[3]] * 3, _i64[2],
+                                         *[_i64[3]] * 3, types.UniTuple(_int, len(decode.UNITS)))),
+            decode.BENES, decode.INVERSE_SQUARE,
+            Ahead(vec_square, (_i64[2], _i64[2], _int, _i64_ro)), Ahead(bitrev_planes, (_int,)),
+            Ahead(vec_mul, (_i64[2], _i64[2], _i64[2], _int, _i64_ro)))
+"""Decapsulation's kernels, the longest to compile first (``vec_mul`` serves the sets whose t is
+not a power of two)."""
 
 
 def _prepare(path: str) -> Callable[[], None]:
-    """With a first notice: key generation's kernels compile in three other processes (this one
-    waits for them, then loads them), encapsulation's and decoding's in two more at low priority,
-    for the operations that usually follow (they take the cores key generation leaves idle). A
-    first encapsulation waits for a helper that an earlier process (a ``pqforge kem keygen``)
-    left compiling it; this process's own helper has had little time behind key generation's,
-    so encapsulation compiles here then."""
+    """With a first notice: this process and a helper share the path's kernels; the helper goes
+    on, at low priority, with those of the operations that usually follow (after key generation
+    decapsulation's, then encapsulation's, which is short: the next operation compiles it here
+    while the helper works on decapsulation's)."""
     def prepare() -> None:
         if path == "keygen":
-            for group in KEYGEN:
-                prefetch(group)
-        if path in ("keygen", "encapsulation"):
-            first, second = DECODING
-            prefetch((ENCAPSULATION if path == "keygen" else ()) + first, later=True)
-            prefetch(second, later=True)
-        if path == "keygen":
-            wait(sum(KEYGEN, ()))
-        if path == "encapsulation":
-            wait(ENCAPSULATION, own=False)
+            prefetch(KEYGEN, later=DECODING + ENCAPSULATION)
+            obtain(KEYGEN)
+        elif path == "encapsulation":
+            prefetch(ENCAPSULATION, later=DECODING)
+            obtain(ENCAPSULATION)
+        elif path == "decapsulation":
+            prefetch(DECODING)
+            obtain(DECODING)
     return prepare
 
 
