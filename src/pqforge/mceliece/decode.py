@@ -77,7 +77,7 @@ def units() -> tuple[int, ...]:
     return addresses(UNITS)
 
 
-@njit(cache=JIT_CACHE)
+@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside decap_preimage_bytes
 def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub,
                    units):
     """The hash input b | v | C of decapsulation: b = 1 and v = e when C decodes to an error

@@ -32,7 +32,7 @@ from .params import Params
 
 _ALL_PIVOTS = 0xFFFFFFFF     # c for the plain sets: the first mt columns are the pivots
 
-COMPILE_SECONDS = {"keygen": 10, "public key": 6, "encapsulation": 3, "decapsulation": 15}
+COMPILE_SECONDS = {"keygen": 7, "public key": 6, "encapsulation": 2, "decapsulation": 10}
 """Rough first-compile time of each path on a 2-core x86-64 machine, for the notice."""
 
 
