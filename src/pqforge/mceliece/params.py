@@ -9,7 +9,7 @@ of the Benes network ((2m - 1) 2^(m-4)) | s (n/8).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -25,50 +25,50 @@ class Params:
     poly_taps: tuple               # y^t = sum y^tap in GF(2^m)[y]/F(y); tap 0 carries the factor z for t=64
     poly_const_z: bool = False     # F(y) = y^t + ... + z  (348864 only); else the constant term is 1
 
-    # derived sizes
-    @property
+    # derived sizes, computed once per set (encapsulation reads five of them per attempt)
+    @cached_property
     def q(self) -> int:
         return 1 << self.m
 
-    @property
+    @cached_property
     def mt(self) -> int:
         return self.m * self.t
 
-    @property
+    @cached_property
     def k(self) -> int:
         return self.n - self.mt
 
-    @property
+    @cached_property
     def pk_row_bytes(self) -> int:
         return (self.k + 7) // 8
 
-    @property
+    @cached_property
     def public_key_size(self) -> int:
         return self.mt * self.pk_row_bytes
 
-    @property
+    @cached_property
     def syndrome_bytes(self) -> int:
         return (self.mt + 7) // 8
 
-    @property
+    @cached_property
     def ciphertext_size(self) -> int:
         return self.syndrome_bytes
 
-    @property
+    @cached_property
     def irr_bytes(self) -> int:
         return 2 * self.t
 
-    @property
+    @cached_property
     def cond_bytes(self) -> int:
         return (1 << (self.m - 4)) * (2 * self.m - 1)
 
-    @property
+    @cached_property
     def private_key_size(self) -> int:
         return 40 + self.irr_bytes + self.cond_bytes + self.n // 8
 
     shared_secret_size: int = 32
 
-    @property
+    @cached_property
     def field_taps_array(self) -> np.ndarray:
         return _taps_array(self.field_taps)
 
