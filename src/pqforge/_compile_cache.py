@@ -116,14 +116,14 @@ Operation = TypeVar("Operation", bound=Callable[..., Any])
 
 
 def compiling(path: str, seconds: float, kernels: Callable[[Any], str],
-              prefetch: Callable[[], None] | None = None) -> Callable[[Operation], Operation]:
+              prefetch: Callable[[Any], None] | None = None) -> Callable[[Operation], Operation]:
     """Decorator for an operation ``fn(params, ...)`` whose first call in a process may compile
     the kernels of ``path``: that call prints "pqforge: compiling MAYO-2 sign kernels for this
     CPU, once, about N s" on stderr unless the marker ``kernels(params)`` says the cache holds
     them, and writes that marker when it returns. The marker names what was compiled: kernels
     shared by every parameter set of a scheme have one marker, kernels specialised per size one
-    each. With the notice, ``prefetch`` (if given) may start compiling, elsewhere, what the next
-    operations will need (``pqforge._units.prefetch``). Later calls pay one set lookup."""
+    each. With the notice, ``prefetch(params)`` (if given) may start compiling, elsewhere, what
+    the next operations will need (``pqforge._units.prefetch``). Later calls pay one set lookup."""
     def wrap(fn: Operation) -> Operation:
         @functools.wraps(fn)
         def call(params: Any, *args: Any, **kwargs: Any) -> Any:
@@ -138,7 +138,7 @@ def compiling(path: str, seconds: float, kernels: Callable[[Any], str],
                             print(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
                                   f"about {seconds:.0f} s", file=sys.stderr, flush=True)
                         if prefetch is not None:
-                            prefetch()
+                            prefetch(params)
                     result = fn(params, *args, **kwargs)
                     mark_compiled(key)
                     _seen.add(key)

@@ -906,9 +906,10 @@ def units() -> tuple[int, int]:
     return addresses((WHIP, SOLVE))
 
 
-def prefetch_units() -> None:
+def prefetch_units(params: object = None) -> None:
     """Start compiling the units that the cache lacks, elsewhere (``pqforge._units.prefetch``):
-    a first key generation or expansion is usually followed by signing and verification."""
+    a first key generation or expansion is usually followed by signing and verification (of
+    any parameter set: the units serve them all)."""
     prefetch(later=(WHIP, SOLVE))
 
 

@@ -65,21 +65,28 @@ DECODING = (decode.POWER_SUMS, decode.MONIC, decode.LOCATOR,
 not a power of two)."""
 
 
-def _prepare(path: str) -> Callable[[], None]:
+def _called(p: Params, items: tuple) -> tuple:
+    """The entries of ``items`` that parameter set p's operations call (moving pivot columns is
+    for the 'f' sets only)."""
+    return tuple(item for item in items if p.semi_systematic or item.kernel is not move_pivot_columns)
+
+
+def _prepare(path: str) -> Callable[[Params], None]:
     """With a first notice: this process and a helper share the path's kernels; the helper goes
     on, at low priority, with those of the operations that usually follow (after key generation
     decapsulation's, then encapsulation's, which is short: the next operation compiles it here
     while the helper works on decapsulation's)."""
-    def prepare() -> None:
+    def prepare(p: Params) -> None:
+        keygen, decoding = _called(p, KEYGEN), _called(p, DECODING)
         if path == "keygen":
-            prefetch(KEYGEN, later=DECODING + ENCAPSULATION)
-            obtain(KEYGEN)
+            prefetch(keygen, later=decoding + ENCAPSULATION)
+            obtain(keygen)
         elif path == "encapsulation":
-            prefetch(ENCAPSULATION, later=DECODING)
+            prefetch(ENCAPSULATION, later=decoding)
             obtain(ENCAPSULATION)
         elif path == "decapsulation":
-            prefetch(DECODING)
-            obtain(DECODING)
+            prefetch(decoding)
+            obtain(decoding)
     return prepare
 
 
