@@ -65,7 +65,7 @@ def _mul_elementwise(x, masks, m, fpoly):
     return out
 
 
-@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside its caller (a unit)
+@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
 def fft_coefficients(f, powers, K, m, fpoly):
     """The constants left after log2 K levels of scaling and Taylor expansion of f (secret):
     entry p is the polynomial whose evaluations fill block p of the output. powers[d] holds the
@@ -293,7 +293,7 @@ def _wide_level(E, U, hw, m, transposed):
             butterfly(E, U, lo, lo + hw, j, m)
 
 
-@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside its caller (a unit)
+@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
 def fft_evaluate(consts, Uw, Ub, m):
     """Combine the block constants (secret) upward into f(bitrev(x)) for all x < 2^m, bitsliced
     (m, 2^m / 64). Uw[d] / Ub[d] hold the public u values of level d, laid out like the halves
@@ -398,7 +398,7 @@ def fft_size(degree: int) -> int:
     return K
 
 
-@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside its caller (a unit)
+@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
 def fft_transposed(E, Uw, Ub, powers, m, fpoly):
     """The transpose of fft_coefficients followed by fft_evaluate: from values v (bitsliced,
     entry x belonging to the point bitrev(x); overwritten) to the power sums

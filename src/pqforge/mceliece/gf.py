@@ -161,7 +161,7 @@ def genpoly(f, m, fpoly, taps, const_z):
     return 1, g
 
 
-@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside its caller (a unit)
+@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
 def berlekamp_massey(s, t, m, fpoly):
     """An error locator from the 2t syndromes s (secret), reversed: out[i] = C[t - i], so the
     roots of out are the support elements at error positions (t < 4 * 64; the field is Classic
@@ -561,7 +561,7 @@ def vec_mul(out, a, b, m, taps):
             out[i, done + w] = prod[i, w]
 
 
-@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside its caller (a unit)
+@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
 def vec_times_z_table(L, m, taps):
     """T[l] = L * z^l for l < m (bitsliced; L secret): multiplying by L is then a sum of the T[l]
     selected by the bits of the other factor, with no reduction left to do."""
@@ -626,7 +626,7 @@ def vec_eval(coeffs, L, m, taps):
     return vec_eval_table(coeffs, vec_times_z_table(L, m, taps), m)
 
 
-@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside its caller (a unit)
+@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
 def vec_eval_table(coeffs, T, m):
     """vec_eval with the table of L (see vec_times_z_table) already built; coeffs and T secret."""
     W = T.shape[2]
