@@ -363,7 +363,7 @@ def addresses(units: Sequence[Unit]) -> tuple[int, ...]:
     if None not in known:
         return known
     with _lock:
-        if len(_missing(units)) > 1:
-            prefetch(units)
+        if sum(1 for unit in units if not unit._ready()) > 1:
+            prefetch(units)         # (looks in the cache itself)
         obtain(units)
         return tuple(unit.address for unit in units)
