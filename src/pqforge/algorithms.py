@@ -18,20 +18,9 @@ from typing import Any
 
 from .errors import UnknownAlgorithm
 
-_SCHEME_PACKAGES = ("pqforge.mayo", "pqforge.mceliece")
-
-
-def _registry() -> dict[str, Any]:
-    algs: dict[str, Any] = {}
-    for package in _SCHEME_PACKAGES:
-        try:
-            module = importlib.import_module(package)
-        except ModuleNotFoundError as exc:  # a scheme package not built yet
-            if exc.name != package:
-                raise
-            continue
-        algs.update(module.ALGORITHMS)
-    return algs
+_FAMILIES = (("MAYO-", "pqforge.mayo"), ("Classic-McEliece-", "pqforge.mceliece"))
+"""The package that implements each family of names: a lookup imports only that one (a
+command on a McEliece key does not import MAYO's kernels)."""
 
 
 def names() -> list[str]:
@@ -42,6 +31,7 @@ def names() -> list[str]:
     return sorted(listed, key=lambda name: (not name.startswith("MAYO"), name))
 
 
+@functools.lru_cache(maxsize=None)
 def _official_kat_data() -> dict[str, dict[str, Any]]:
     data: dict[str, dict[str, Any]] = json.loads(resources.files("pqforge.data").joinpath("kat-sha256.json").read_text())
     return data
@@ -67,10 +57,17 @@ def lookup(registry: dict[str, Any], name: object, what: str) -> Any:
     raise UnknownAlgorithm(f"unknown {what} {name!r}; expected one of: {', '.join(registry)}")
 
 
+@functools.lru_cache(maxsize=256)       # a service looks a name up on every request
+def _canonical(name: Any) -> str:
+    return str(lookup({known: known for known in names()}, name, "algorithm"))
+
+
 def get(name: str) -> Any:
     """The algorithm object called ``name`` (in any spelling ``name_key`` accepts), or
     UnknownAlgorithm listing the known names."""
-    return lookup(_registry(), name, "algorithm")
+    canonical = _canonical(name) if isinstance(name, str) else _canonical.__wrapped__(name)
+    package = next(package for prefix, package in _FAMILIES if canonical.startswith(prefix))
+    return importlib.import_module(package).ALGORITHMS[canonical]
 
 
 def official_kat_hashes(name: str) -> dict[str, Any]:

@@ -35,14 +35,39 @@ print(json.dumps({"import_s": t1 - t0, "one_op_s": t2 - t0, "first_ops_s": t3 - 
 """
 
 
+_FLOOR = r"""
+import time
+t0 = time.perf_counter()
+import numba
+import numpy
+
+
+@numba.njit(cache=True)
+def one_more(x):
+    return x + 1
+
+
+one_more(numpy.int64(1))
+print(time.perf_counter() - t0)
+"""
+
+
 def measure(alg_name: str = "MAYO-2") -> dict:
-    """{"cold": {...}, "warm": {...}}: seconds of the import, of the import and the first
-    operation, and of the first three operations, each in a new process."""
-    results = {}
+    """{"cold": {...}, "warm": {...}, "numba_floor_s": s}: seconds of the import, of the import and
+    the first operation, and of the first three operations, each in a new process; then the
+    anchor, measured right after the warm run."""
+    results: dict = {}
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
         for label in ("cold", "warm"):
-            out = subprocess.run([sys.executable, "-c", _PROBE, alg_name], env=env, check=True,
-                                 capture_output=True, text=True).stdout
-            results[label] = json.loads(out)
+            results[label] = json.loads(_run([sys.executable, "-c", _PROBE, alg_name], env))
+        floor = os.path.join(cache, "numba_floor.py")     # a file: numba caches only those
+        with open(floor, "w") as f:
+            f.write(_FLOOR)
+        _run([sys.executable, floor], env)                # compiles
+        results["numba_floor_s"] = float(_run([sys.executable, floor], env))
     return results
+
+
+def _run(argv: list, env: dict) -> str:
+    return subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
