@@ -78,3 +78,37 @@ def test_the_twin_computes_what_the_kernel_computes():
     with np.errstate(over="ignore"):
         trace.TwinBuilder().twin(k.ct_select)(*twin_args)
     assert np.array_equal(compiled[3], twin_args[3])
+
+
+@pytest.mark.parametrize("target", [k.LEAKY_SELECT, k.LEAKY_NESTED, k.LEAKY_LOOKUP, k.LEAKY_SCRATCH, k.CT_SELECT],
+                         ids=lambda t: t.name)
+def test_records_kept_as_block_digests_find_the_same_difference(target, monkeypatch):
+    # a full-size kernel runs billions of steps: a record keeps one digest per block and the steps
+    # of one block only; with blocks of 3 steps the check must report what it reports in one block
+    whole = trace.check_target(target, pairs=3)
+    monkeypatch.setattr(trace, "BLOCK", 3)
+    blocks = trace.check_target(target, pairs=3)
+    assert blocks.summary() == whole.summary()
+    assert (blocks.divergence, blocks.index_divergence) == (whole.divergence, whole.index_divergence)
+
+
+def test_a_record_holds_digests_not_steps(monkeypatch):
+    monkeypatch.setattr(trace, "BLOCK", 4)
+    args, _ = trace.secret_pair(k.CT_NESTED, None, np.random.default_rng(0))
+    events = trace.trace_call(k.ct_nested, args).events
+    assert events.count > 20 and events.kept == []
+    assert len(events.digests) == -(-events.count // 4)
+    kept = trace.trace_call(k.ct_nested, args, keep=2).events
+    assert len(kept.kept) == 4 and kept.digests == events.digests
+
+
+def test_a_trace_that_stops_early_differs_where_it_stops(monkeypatch):
+    monkeypatch.setattr(trace, "BLOCK", 4)
+    a = trace.Record()
+    b = trace.Record()
+    for step in range(8):
+        a.add(step)
+    for step in range(11):
+        b.add(step)
+    assert trace._first_different_block(a.finish(), b.finish()) == 2
+    assert trace._first_different_block(a, a) is None

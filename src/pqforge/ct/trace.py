@@ -19,11 +19,12 @@ generates from the same source (which may differ in branches the source does not
 from __future__ import annotations
 
 import copy
+import hashlib
 import linecache
+import pickle
 import sys
 import types
 import warnings
-from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -115,10 +116,59 @@ def _norm_index(idx) -> tuple:
     return tuple(out)
 
 
+BLOCK = 1 << 16
+"""Steps per block of a record. A kernel of full size runs billions of steps under the tracer:
+a record keeps one digest per block, and the steps themselves for one block only (the one to
+be shown), so that its memory does not grow with the run."""
+
+
+class Record:
+    """The steps of one run (control-flow events or subscripts): their count, a digest of every
+    block of ``BLOCK`` steps, and the steps of block ``keep`` (with a note each, e.g. its
+    source line) in full."""
+
+    def __init__(self, keep: int | None = None):
+        self.count = 0
+        self.digests: list[bytes] = []
+        self.keep = keep
+        self.kept: list = []
+        self.notes: list = []
+        self._block: list = []
+        self._keeping = keep == 0      # the block being filled is block keep
+
+    def add(self, step: Any, note: Any = None) -> None:
+        self._block.append(step)
+        if self._keeping:
+            self.notes.append(note)
+        if len(self._block) == BLOCK:
+            self._close()
+
+    def _close(self) -> None:
+        if self._keeping:
+            self.kept = self._block
+        self.digests.append(hashlib.blake2b(pickle.dumps(self._block, protocol=5), digest_size=16).digest())
+        self.count += len(self._block)
+        self._block = []
+        self._keeping = self.keep == len(self.digests)
+
+    def finish(self) -> Record:
+        if self._block:
+            self._close()
+        return self
+
+
+def _first_different_block(a: Record, b: Record) -> int | None:
+    """The first block where two finished records differ (in steps or in length), or None."""
+    for k, (x, y) in enumerate(zip(a.digests, b.digests)):
+        if x != y:
+            return k
+    # equal as far as both go: the shorter ends on a block boundary, where the longer goes on
+    return None if a.count == b.count else min(len(a.digests), len(b.digests))
+
+
 class IndexLog:
-    def __init__(self):
-        self.records: list[tuple] = []   # (array label, normalised index, "get"/"set")
-        self.sites: list[tuple] = []     # (filename, line) of each record
+    def __init__(self, keep: int | None = None):
+        self.records = Record(keep)   # (array label, normalised index, "get"/"set"); note (file, line)
         self._next = 0
 
     def label(self, hint: str) -> str:
@@ -136,8 +186,7 @@ class IndexRecorder(NDArrayOperatorsMixin):
 
     def _note(self, idx, op):
         f = sys._getframe(2)
-        self._log.records.append((self._label, _norm_index(idx), op))
-        self._log.sites.append((f.f_code.co_filename, f.f_lineno))
+        self._log.records.add((self._label, _norm_index(idx), op), (f.f_code.co_filename, f.f_lineno))
 
     def _wrap(self, value, hint):
         if isinstance(value, np.ndarray) and not isinstance(value, IndexRecorder):
@@ -211,11 +260,11 @@ class _NumpyShim(types.ModuleType):
 # -- tracing --------------------------------------------------------------------------------------
 
 class _Tracer:
-    def __init__(self, codes: set[types.CodeType], opcodes: bool):
+    def __init__(self, codes: set[types.CodeType], opcodes: bool, keep: int | None = None):
         self.table: dict[types.CodeType, int] = {}
         self.codes = codes
         self.opcodes = opcodes
-        self.events = array("q")
+        self.events = Record(keep)
 
     def _code_index(self, code) -> int:
         idx = self.table.get(code)
@@ -229,14 +278,14 @@ class _Tracer:
         if self.opcodes:
             frame.f_trace_opcodes = True
             frame.f_trace_lines = False
-        self.events.append((self._code_index(frame.f_code) << 33) | (1 << 32))
+        self.events.add((self._code_index(frame.f_code) << 33) | (1 << 32))
         return self.local_trace
 
     def local_trace(self, frame, event, arg):
         if event == "line":
-            self.events.append((self._code_index(frame.f_code) << 33) | frame.f_lineno)
+            self.events.add((self._code_index(frame.f_code) << 33) | frame.f_lineno)
         elif event == "opcode":
-            self.events.append((self._code_index(frame.f_code) << 33) | (2 << 30) | frame.f_lasti)
+            self.events.add((self._code_index(frame.f_code) << 33) | (2 << 30) | frame.f_lasti)
         return self.local_trace
 
     def describe(self, event: int) -> str:
@@ -258,21 +307,20 @@ class _Tracer:
 
 @dataclass
 class Trace:
-    events: array
+    events: Record
     tracer: _Tracer
-    index: IndexLog | None = None
-    index_error: str | None = None
 
 
 def _copy_args(args: Sequence) -> tuple:
     return tuple(copy.deepcopy(a) for a in args)
 
 
-def trace_call(fn: Callable, args: Sequence, opcodes: bool = False) -> Trace:
-    """Run the twin of ``fn`` on (copies of) ``args`` under the tracer."""
+def trace_call(fn: Callable, args: Sequence, opcodes: bool = False, keep: int | None = None) -> Trace:
+    """Run the twin of ``fn`` on (copies of) ``args`` under the tracer (keeping the events of
+    block ``keep``)."""
     builder = TwinBuilder()
     twin = builder.twin(fn)
-    tracer = _Tracer(builder.codes, opcodes)
+    tracer = _Tracer(builder.codes, opcodes, keep)
     args = _copy_args(args)
     old = sys.gettrace()
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -282,13 +330,13 @@ def trace_call(fn: Callable, args: Sequence, opcodes: bool = False) -> Trace:
             twin(*args)
         finally:
             sys.settrace(old)
-    return Trace(tracer.events, tracer)
+    return Trace(tracer.events.finish(), tracer)
 
 
-def index_call(fn: Callable, args: Sequence) -> IndexLog:
+def index_call(fn: Callable, args: Sequence, keep: int | None = None) -> IndexLog:
     """Run the twin of ``fn`` with every array argument, module-level array and ``np`` allocation
-    wrapped in an index recorder; the log of subscripts it made."""
-    log = IndexLog()
+    wrapped in an index recorder; the log of subscripts it made (those of block ``keep`` in full)."""
+    log = IndexLog(keep)
 
     def wrap_global(name, value):
         if isinstance(value, np.ndarray):
@@ -303,6 +351,7 @@ def index_call(fn: Callable, args: Sequence) -> IndexLog:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         twin(*wrapped)
+    log.records.finish()
     return log
 
 
@@ -356,35 +405,55 @@ def _first_difference(a: Sequence, b: Sequence) -> int | None:
     return None if len(a) == len(b) else n
 
 
+def _divergence(a: Record, b: Record, run: Callable[[int], tuple[Any, Any]]) -> tuple[int, Any, Any] | None:
+    """Where two finished records first differ: (step, run A's kept record, run B's), both runs
+    repeated by ``run(block)`` keeping the first different block (the twins are deterministic);
+    None when they do not differ."""
+    block = _first_different_block(a, b)
+    if block is None:
+        return None
+    again_a, again_b = run(block)
+    ra, rb = (r.events if isinstance(r, Trace) else r.records for r in (again_a, again_b))
+    return block * BLOCK + (_first_difference(ra.kept, rb.kept) or 0), again_a, again_b
+
+
 def compare(fn: Callable, args_a: Sequence, args_b: Sequence, name: str | None = None,
             opcodes: bool = False, indices: bool = True) -> TraceCheck:
     """Trace ``fn``'s twin on two argument tuples and compare flow (and index values)."""
     name = name or getattr(fn, "__name__", "kernel")
     ta, tb = trace_call(fn, args_a, opcodes), trace_call(fn, args_b, opcodes)
-    k = _first_difference(ta.events, tb.events)
-    divergence = None
-    if k is not None:
-        ea = ta.tracer.describe(ta.events[k]) if k < len(ta.events) else "(end of trace)"
-        eb = tb.tracer.describe(tb.events[k]) if k < len(tb.events) else "(end of trace)"
-        divergence = f"step {k}: secret A -> {ea}; secret B -> {eb}"
-    check = TraceCheck(name, k is None, (len(ta.events), len(tb.events)), divergence, opcodes=opcodes)
+    check = TraceCheck(name, True, (ta.events.count, tb.events.count), opcodes=opcodes)
+    found = _divergence(ta.events, tb.events,
+                        lambda k: (trace_call(fn, args_a, opcodes, k), trace_call(fn, args_b, opcodes, k)))
+    if found is not None:
+        step, ta, tb = found
+
+        def event(t: Trace) -> str:
+            kept = t.events.kept
+            at = step % BLOCK
+            return t.tracer.describe(kept[at]) if at < len(kept) else "(end of trace)"
+        check.same_flow = False
+        check.divergence = f"step {step}: secret A -> {event(ta)}; secret B -> {event(tb)}"
     if indices:
         try:
             la, lb = index_call(fn, args_a), index_call(fn, args_b)
         except Exception as exc:  # the proxy is best effort; say so instead of failing the flow check
             check.index_error = f"{type(exc).__name__}: {exc}"
-        else:
-            j = _first_difference(la.records, lb.records)
-            check.same_indices = j is None
-            check.index_records = (len(la.records), len(lb.records))
-            if j is not None:
-                def where(log):
-                    if j >= len(log.records):
-                        return "(no more subscripts)"
-                    label, idx, op = log.records[j]
-                    file, line = log.sites[j]
-                    return f"{op} {label}{list(idx)} at line {line}: {linecache.getline(file, line).strip()}"
-                check.index_divergence = f"subscript {j}: secret A -> {where(la)}; secret B -> {where(lb)}"
+            return check
+        check.index_records = (la.records.count, lb.records.count)
+        found = _divergence(la.records, lb.records, lambda k: (index_call(fn, args_a, k), index_call(fn, args_b, k)))
+        check.same_indices = found is None
+        if found is not None:
+            j, la, lb = found
+
+            def where(log: IndexLog) -> str:
+                kept, at = log.records.kept, j % BLOCK
+                if at >= len(kept):
+                    return "(no more subscripts)"
+                label, idx, op = kept[at]
+                file, line = log.records.notes[at]
+                return f"{op} {label}{list(idx)} at line {line}: {linecache.getline(file, line).strip()}"
+            check.index_divergence = f"subscript {j}: secret A -> {where(la)}; secret B -> {where(lb)}"
     return check
 
 
