@@ -131,3 +131,14 @@ def test_cli_help_does_not_import_numba():
             "build_parser().format_help()\n"
             "assert 'numba' not in sys.modules, 'numba imported'\n")
     python(code, {})
+
+
+@pytest.mark.parametrize("name, other", [("mceliece348864", "pqforge.mayo"), ("MAYO-2", "pqforge.mceliece")])
+def test_looking_up_an_algorithm_imports_only_its_family(name, other):
+    # every command starts with the lookup: a McEliece command does not import MAYO's kernels
+    code = ("import sys\n"
+            "from pqforge import algorithms\n"
+            f"alg = algorithms.get({name!r})\n"
+            f"assert {other!r} not in sys.modules, 'imported {other}'\n"
+            "assert alg.name == algorithms.get(alg.name.lower().replace('-', '')).name\n")
+    python(code, {})
