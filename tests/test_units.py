@@ -63,16 +63,47 @@ def test_units_missing_from_the_cache_compile_here_and_in_a_helper_without_compi
     assert not list((tmp_path / "cache" / "pqforge-compiling").iterdir())    # every claim released
 
 
+_AHEAD_CHECK = """
+import sys
+from pqforge import _units
+from pqforge.{scheme} import scheme
+scheme.prefetch = scheme.obtain = lambda *a, **k: None    # only the operations' own calls compile
+{calls}
+missing = [item.key for item in {entries} if isinstance(item, _units.Ahead) and item.args not in item.kernel.overloads]
+assert not missing, missing
+"""
+
+
+def _check_ahead(scheme, calls, entries, env=None):
+    """Run ``calls`` in a new process with the compiling-ahead of ``scheme`` switched off: every
+    ``Ahead`` entry in ``entries`` must then be among the kernels' compiled argument types."""
+    code = _AHEAD_CHECK.format(scheme=scheme, calls=calls, entries=entries)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, **(env or {})},
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
 def test_the_argument_types_compiled_ahead_are_those_of_the_calls():
-    # an entry whose types no call uses would be compiled for nothing on every first use
-    from pqforge.mceliece import McEliece348864, McEliece348864f, McEliece460896, scheme
-    for alg in (McEliece348864, McEliece348864f, McEliece460896):       # t = 64 and 96
-        pk, sk = alg.keypair()
-        ct, _ = alg.encapsulate(pk)
-        alg.decapsulate(sk, ct)
-    for item in scheme.KEYGEN + scheme.ENCAPSULATION + scheme.DECODING:
-        if isinstance(item, _units.Ahead):
-            assert item.args in item.kernel.overloads, item.key
+    # an entry whose types no call uses would be compiled for nothing on every first use (and the
+    # call would compile its own)
+    _check_ahead("mceliece", """
+from pqforge.mceliece import McEliece348864, McEliece348864f, McEliece460896
+for alg in (McEliece348864, McEliece348864f, McEliece460896):       # t = 64 and 96
+    pk, sk = alg.keypair()
+    alg.decapsulate(sk, alg.encapsulate(pk)[0])
+""", "scheme.KEYGEN + scheme.ENCAPSULATION + scheme.DECODING")
+
+
+@pytest.mark.parametrize("kernel_set", ["auto", "portable"])
+def test_the_mayo_argument_types_compiled_ahead_are_those_of_the_calls(kernel_set):
+    _check_ahead("mayo", """
+from pqforge.mayo import MAYO1, MAYO2, MAYO5
+algs = (MAYO1, MAYO2, MAYO5)            # 2, 1 and 3 limbs
+for alg in algs:
+    sk = alg.generate_private_key()
+    sk.public_key().verify(sk.sign(b"ahead"), b"ahead")
+""", "[e for alg in algs for e in scheme._signing(alg.params) + scheme._verifying(alg.params)]",
+                 {"PQFORGE_KERNELS": kernel_set})
 
 
 def _claimed_by(item, pid):

@@ -127,7 +127,7 @@ class Ahead:
     never a result."""
 
     def __init__(self, kernel: Any, args: tuple):
-        # declared at module level (alone or in a tuple), where a worker can find it
+        # declared at module level (alone, in a tuple or in a dict of them), where a worker finds it
         self.kernel = kernel
         self.args = tuple(args)
         self.home = sys._getframe(1).f_globals["__name__"]     # where workers find this entry
@@ -149,12 +149,13 @@ Compilable = Union[Unit, Ahead]
 
 
 def _declared(module: Any) -> list:
-    """The units and ``Ahead`` entries a module holds, alone or in tuples."""
+    """The units and ``Ahead`` entries a module holds, alone, in tuples or in dicts of them."""
     out = []
     for value in vars(module).values():
-        for item in (value if isinstance(value, tuple) else (value,)):
-            if isinstance(item, (Unit, Ahead)):
-                out.append(item)
+        for entry in (value.values() if isinstance(value, dict) else (value,)):
+            for item in (entry if isinstance(entry, tuple) else (entry,)):
+                if isinstance(item, (Unit, Ahead)):
+                    out.append(item)
     return out
 
 

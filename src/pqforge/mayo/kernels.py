@@ -12,7 +12,7 @@ import numba as nb
 import numpy as np
 from numba import types
 
-from .._units import Unit, addresses, prefetch
+from .._units import Unit, addresses
 from ..gf16.kernels import (bit_mask, bitslice_stream, gf16_inv, gf16_mul, mul_add_scalar,
                            mul_add_scalar_from, nonzero_bit, nonzero_mask, xor_block)
 from .._compile_cache import JIT_CACHE
@@ -904,13 +904,6 @@ def units() -> tuple[int, int]:
     """The addresses of the whip and solver units in this process, the ``units`` argument of
     ``sign_attempt`` and the signing loops (compiled, or loaded from the cache, on first use)."""
     return addresses((WHIP, SOLVE))
-
-
-def prefetch_units(params: object = None) -> None:
-    """Start compiling the units that the cache lacks, elsewhere (``pqforge._units.prefetch``):
-    a first key generation or expansion is usually followed by signing and verification (of
-    any parameter set: the units serve them all)."""
-    prefetch(later=(WHIP, SOLVE))
 
 
 def verify_units() -> tuple[int, int]:

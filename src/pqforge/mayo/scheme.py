@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from numba import types
 
 from .._compile_cache import Operation, compiling
+from .._units import Ahead, obtain, prefetch
 from ..errors import InvalidKey
 from ..gf16 import decode_nibbles, encode_nibbles, gfni, unbitslice
 from ..gf16.kernels import bitslice_nibble_rows, stream_words
@@ -36,6 +38,56 @@ COMPILE_SECONDS = {
 notice (signing's whip and solver units compile in other processes from the first notice on)."""
 
 
+# The kernels that signing and verification call from here, with the argument types of those
+# calls, for each kernel set and vector size (1, 2 or 3 limbs): a first use has them compiled in
+# a helper process beside this one (``pqforge._units``).
+_u8 = {d: types.Array(types.uint8, d, "C") for d in (1, 2)}
+_u64 = {d: types.Array(types.uint64, d, "C") for d in (1, 2, 3)}
+_int, _tail = types.int64, types.Array(types.int64, 1, "C")
+_bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
+_addresses = types.UniTuple(types.int64, 2)
+_LIMBS = (1, 2, 3)
+SIGN_ATTEMPT = {
+    "gfni": tuple(Ahead(gfni_kernels.sign_attempt, (_u8[2], _u8[1], _u64[1], _int, _u8[1], _tail,
+                                                    types.UniTuple(_int, limbs), _u8[1], _addresses)) for limbs in _LIMBS),
+    "portable": (Ahead(kernels.sign_attempt, (_u8[2], _u8[1], _u64[2], _u64[3], _u8[1], _tail, _u8[1], _addresses)),) * 3,
+}
+ASSEMBLE = Ahead(kernels.assemble_signature, (_u8[2], _u8[2], _u8[1], _int, _u8[1]))
+VERIFY = {
+    "gfni": tuple(Ahead(gfni_kernels.verify, (_bytes, _bytes, _u8[1], _int, _int, _int, types.UniTuple(_int, limbs),
+                                              _tail, _addresses)) for limbs in _LIMBS),
+    "portable": tuple(Ahead(kernels.verify_sized, (_bytes, _bytes, _u64[2], _int, _int, types.UniTuple(_int, limbs),
+                                                   types.UniTuple(_int, 1), _tail, _addresses)) for limbs in _LIMBS),
+}
+"""Verification's kernel for a key's encoding (the bit-plane form comes after ``BITSLICED_AFTER``
+verifications with one key, with its own notice)."""
+
+
+def _signing(p: MayoParams) -> tuple:
+    """Signing's kernels for p, the largest first (the solver, the whip: ``kernels.units()``)."""
+    return kernels.SOLVE, kernels.WHIP, SIGN_ATTEMPT[gfni.KERNELS][p.limbs - 1], ASSEMBLE
+
+
+def _verifying(p: MayoParams) -> tuple:
+    return kernels.WHIP, VERIFY[gfni.KERNELS][p.limbs - 1]
+
+
+def _prepare(path: str) -> Callable[[MayoParams], None]:
+    """With a first notice: signing and verification share their kernels with a helper process;
+    after key generation or expansion the helper compiles theirs at low priority (signing and
+    verification usually follow, and the helper goes on after a command has returned)."""
+    def prepare(p: MayoParams) -> None:
+        if path == "sign":
+            prefetch(_signing(p), later=_verifying(p))
+            obtain(_signing(p))
+        elif path == "verify":
+            prefetch(_verifying(p), later=_signing(p))
+            obtain(_verifying(p))
+        elif path in ("keygen", "secret-key expansion"):
+            prefetch(later=_signing(p) + _verifying(p))
+    return prepare
+
+
 def _compiling(path: str) -> Callable[[Operation], Operation]:
     """The first-compile notice for ``path``: its kernels serve every parameter set, except
     verification's, which are compiled per vector size (``kernels.evaluate_public_sized``), and
@@ -43,7 +95,7 @@ def _compiling(path: str) -> Callable[[Operation], Operation]:
     sized = path.startswith("verify") or (gfni.ACTIVE and path in ("keygen", "secret-key expansion", "sign"))
     return compiling(path, COMPILE_SECONDS[gfni.KERNELS][path],
                      lambda p: f"mayo {path} {gfni.KERNELS}" + (f" {p.limbs} limbs" if sized else ""),
-                     prefetch=kernels.prefetch_units)
+                     prefetch=_prepare(path))
 
 
 # -- decoding and encoding at the byte boundary --------------------------------------------------
