@@ -253,16 +253,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for name in args.alg or algorithms.names():
             alg = algorithms.get(name)
             ops = "keygen+sign+verify" if alg.kind == "signature" else "keygen+encap+decap"
-            res = startup.measure(alg.name)
+            times = startup.measure(alg.name)
             if args.json:
-                print(json.dumps({"alg": alg.name, **res}))
+                print(json.dumps({"alg": alg.name, **times}))
             else:
                 for label in ("cold", "warm"):
-                    r = res[label]
+                    r = times[label]
                     print(f"{alg.name} {label}: import {r['import_s'] * 1000:.0f} ms, to the first keygen "
                           f"{r['one_op_s'] * 1000:.0f} ms, first {ops} {r['first_ops_s'] * 1000:.0f} ms", flush=True)
                 print(f"{alg.name} numba floor (import and one cached kernel): "
-                      f"{res['numba_floor_s'] * 1000:.0f} ms", flush=True)
+                      f"{times['numba_floor_s'] * 1000:.0f} ms", flush=True)
         return 0
     algs = [algorithms.get(a) for a in args.alg] if args.alg else [algorithms.get(n) for n in algorithms.names()
                                                                     if n.startswith("MAYO")]

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from typing import Any
 
 _PROBE = r"""
 import json, sys, time
@@ -52,11 +53,11 @@ print(time.perf_counter() - t0)
 """
 
 
-def measure(alg_name: str = "MAYO-2") -> dict:
+def measure(alg_name: str = "MAYO-2") -> dict[str, Any]:
     """{"cold": {...}, "warm": {...}, "numba_floor_s": s}: seconds of the import, of the import and
     the first operation, and of the first three operations, each in a new process; then the
     anchor, measured right after the warm run."""
-    results: dict = {}
+    results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
         for label in ("cold", "warm"):

@@ -32,10 +32,10 @@ NO_FULL_RANK = ("the secret key is malformed: signing found no full-rank system 
 
 COMPILE_SECONDS = {
     "portable": {"keygen": 9, "secret-key expansion": 2, "sign": 10, "verify": 8, "verify (bit planes)": 8},
-    "gfni": {"keygen": 3, "secret-key expansion": 1, "sign": 9, "verify": 5, "verify (bit planes)": 5},
+    "gfni": {"keygen": 3, "secret-key expansion": 1, "sign": 10, "verify": 5, "verify (bit planes)": 5},
 }
 """Rough first-compile time of each path with each kernel set on a 2-core x86-64 machine, for the
-notice (signing's whip and solver units compile in other processes from the first notice on)."""
+notice (a helper process compiles signing's and verification's kernels from the first notice on)."""
 
 
 # The kernels that signing and verification call from here, with the argument types of those
