@@ -65,7 +65,7 @@ def _canonical(name: Any) -> str:
 def get(name: str) -> Any:
     """The algorithm object called ``name`` (in any spelling ``name_key`` accepts), or
     UnknownAlgorithm listing the known names."""
-    canonical = _canonical(name) if isinstance(name, str) else _canonical.__wrapped__(name)
+    canonical = _canonical(name) if isinstance(name, str) else _canonical.__wrapped__(name)  # (not cached)
     package = next(package for prefix, package in _FAMILIES if canonical.startswith(prefix))
     return importlib.import_module(package).ALGORITHMS[canonical]
 
