@@ -37,10 +37,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _progress_bar(total: int, label: str) -> Any:
-    """A progress bar on stderr (tqdm): call ``update(n)`` for n more steps and ``close()``."""
+def _progress_bar(total: int | None, label: str, unit: str = "it") -> Any:
+    """A progress bar on stderr (tqdm): call ``update(n)`` for n more steps and ``close()``;
+    without a total, a running count (in thousands, millions)."""
     from tqdm import tqdm
-    return tqdm(total=total, desc=label, file=sys.stderr, dynamic_ncols=True)
+    return tqdm(total=total, desc=label, unit=unit, unit_scale=total is None, file=sys.stderr, dynamic_ncols=True)
 
 
 def _read_input(path: str) -> bytes:

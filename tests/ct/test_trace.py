@@ -112,3 +112,11 @@ def test_a_trace_that_stops_early_differs_where_it_stops(monkeypatch):
         b.add(step)
     assert trace._first_different_block(a.finish(), b.finish()) == 2
     assert trace._first_different_block(a, a) is None
+
+
+def test_progress_hears_of_every_step_traced(monkeypatch):
+    monkeypatch.setattr(trace, "BLOCK", 4)
+    heard = []
+    result = trace.check_target(k.CT_NESTED, pairs=1, progress=heard.append)
+    assert result.ok and set(heard) <= {1, 2, 3, 4}
+    assert sum(heard) == sum(result.events) + sum(result.index_records)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from ..algorithms import name_key
-from ..cli import positive_float, positive_int
+from ..cli import _progress_bar, positive_float, positive_int
 from ..errors import InvalidInput
 
 EXIT_LEAK = 1
@@ -67,8 +67,12 @@ def cmd_trace(args) -> int:
         if not t.traceable:
             raise InvalidInput(f"{t.name} is not trace-checkable (needs a kernel, secret arguments "
                                f"and a Python twin)")
-        result = trace.check_target(t, args.alg, pairs=args.pairs, seed=args.seed, opcodes=args.opcodes,
-                                    indices=not args.no_indices)
+        bar = _progress_bar(None, t.name, unit=" steps")     # a kernel of full size takes minutes
+        try:
+            result = trace.check_target(t, args.alg, pairs=args.pairs, seed=args.seed, opcodes=args.opcodes,
+                                        indices=not args.no_indices, progress=bar.update)
+        finally:
+            bar.close()
         ok = result.strict_ok if args.strict else result.ok
         failed += not ok
         print(("ok    " if ok else "FAIL  ") + result.summary())

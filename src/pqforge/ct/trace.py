@@ -125,9 +125,10 @@ be shown), so that its memory does not grow with the run."""
 class Record:
     """The steps of one run (control-flow events or subscripts): their count, a digest of every
     block of ``BLOCK`` steps, and the steps of block ``keep`` (with a note each, e.g. its
-    source line) in full."""
+    source line) in full. ``progress(n)`` hears of every n steps recorded."""
 
-    def __init__(self, keep: int | None = None):
+    def __init__(self, keep: int | None = None, progress: Callable[[int], Any] | None = None):
+        self.progress = progress
         self.count = 0
         self.digests: list[bytes] = []
         self.keep = keep
@@ -148,6 +149,8 @@ class Record:
             self.kept = self._block
         self.digests.append(hashlib.blake2b(pickle.dumps(self._block, protocol=5), digest_size=16).digest())
         self.count += len(self._block)
+        if self.progress is not None:
+            self.progress(len(self._block))
         self._block = []
         self._keeping = self.keep == len(self.digests)
 
@@ -167,8 +170,8 @@ def _first_different_block(a: Record, b: Record) -> int | None:
 
 
 class IndexLog:
-    def __init__(self, keep: int | None = None):
-        self.records = Record(keep)   # (array label, normalised index, "get"/"set"); note (file, line)
+    def __init__(self, keep: int | None = None, progress: Callable[[int], Any] | None = None):
+        self.records = Record(keep, progress)   # (array label, normalised index, "get"/"set"); note (file, line)
         self._next = 0
 
     def label(self, hint: str) -> str:
@@ -260,11 +263,12 @@ class _NumpyShim(types.ModuleType):
 # -- tracing --------------------------------------------------------------------------------------
 
 class _Tracer:
-    def __init__(self, codes: set[types.CodeType], opcodes: bool, keep: int | None = None):
+    def __init__(self, codes: set[types.CodeType], opcodes: bool, keep: int | None = None,
+                 progress: Callable[[int], Any] | None = None):
         self.table: dict[types.CodeType, int] = {}
         self.codes = codes
         self.opcodes = opcodes
-        self.events = Record(keep)
+        self.events = Record(keep, progress)
 
     def _code_index(self, code) -> int:
         idx = self.table.get(code)
@@ -315,12 +319,13 @@ def _copy_args(args: Sequence) -> tuple:
     return tuple(copy.deepcopy(a) for a in args)
 
 
-def trace_call(fn: Callable, args: Sequence, opcodes: bool = False, keep: int | None = None) -> Trace:
+def trace_call(fn: Callable, args: Sequence, opcodes: bool = False, keep: int | None = None,
+               progress: Callable[[int], Any] | None = None) -> Trace:
     """Run the twin of ``fn`` on (copies of) ``args`` under the tracer (keeping the events of
     block ``keep``)."""
     builder = TwinBuilder()
     twin = builder.twin(fn)
-    tracer = _Tracer(builder.codes, opcodes, keep)
+    tracer = _Tracer(builder.codes, opcodes, keep, progress)
     args = _copy_args(args)
     old = sys.gettrace()
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -333,10 +338,11 @@ def trace_call(fn: Callable, args: Sequence, opcodes: bool = False, keep: int | 
     return Trace(tracer.events.finish(), tracer)
 
 
-def index_call(fn: Callable, args: Sequence, keep: int | None = None) -> IndexLog:
+def index_call(fn: Callable, args: Sequence, keep: int | None = None,
+               progress: Callable[[int], Any] | None = None) -> IndexLog:
     """Run the twin of ``fn`` with every array argument, module-level array and ``np`` allocation
     wrapped in an index recorder; the log of subscripts it made (those of block ``keep`` in full)."""
-    log = IndexLog(keep)
+    log = IndexLog(keep, progress)
 
     def wrap_global(name, value):
         if isinstance(value, np.ndarray):
@@ -418,10 +424,11 @@ def _divergence(a: Record, b: Record, run: Callable[[int], tuple[Any, Any]]) -> 
 
 
 def compare(fn: Callable, args_a: Sequence, args_b: Sequence, name: str | None = None,
-            opcodes: bool = False, indices: bool = True) -> TraceCheck:
-    """Trace ``fn``'s twin on two argument tuples and compare flow (and index values)."""
+            opcodes: bool = False, indices: bool = True, progress: Callable[[int], Any] | None = None) -> TraceCheck:
+    """Trace ``fn``'s twin on two argument tuples and compare flow (and index values);
+    ``progress(n)`` hears of every n steps traced."""
     name = name or getattr(fn, "__name__", "kernel")
-    ta, tb = trace_call(fn, args_a, opcodes), trace_call(fn, args_b, opcodes)
+    ta, tb = trace_call(fn, args_a, opcodes, progress=progress), trace_call(fn, args_b, opcodes, progress=progress)
     check = TraceCheck(name, True, (ta.events.count, tb.events.count), opcodes=opcodes)
     found = _divergence(ta.events, tb.events,
                         lambda k: (trace_call(fn, args_a, opcodes, k), trace_call(fn, args_b, opcodes, k)))
@@ -436,7 +443,7 @@ def compare(fn: Callable, args_a: Sequence, args_b: Sequence, name: str | None =
         check.divergence = f"step {step}: secret A -> {event(ta)}; secret B -> {event(tb)}"
     if indices:
         try:
-            la, lb = index_call(fn, args_a), index_call(fn, args_b)
+            la, lb = index_call(fn, args_a, progress=progress), index_call(fn, args_b, progress=progress)
         except Exception as exc:  # the proxy is best effort; say so instead of failing the flow check
             check.index_error = f"{type(exc).__name__}: {exc}"
             return check
@@ -472,7 +479,8 @@ def secret_pair(target: Target, params, rng: np.random.Generator,
 
 
 def check_target(target: Target, alg: str | None = None, pairs: int = 2, seed: int = 0,
-                 opcodes: bool = False, indices: bool = True, params=None) -> TraceCheck:
+                 opcodes: bool = False, indices: bool = True, params=None,
+                 progress: Callable[[int], Any] | None = None) -> TraceCheck:
     """The trace check of a registered target over ``pairs`` secret pairs (the first pairs the
     fixed class with the random class, the others two random-class draws); the first failing
     pair is reported. ``params`` overrides the parameter object (smaller public sizes)."""
@@ -483,7 +491,7 @@ def check_target(target: Target, alg: str | None = None, pairs: int = 2, seed: i
     worst = None
     for p in range(pairs):
         a, b = secret_pair(target, params, rng, first_fixed=(p == 0))
-        c = compare(fn, a, b, target.name, opcodes=opcodes, indices=indices)
+        c = compare(fn, a, b, target.name, opcodes=opcodes, indices=indices, progress=progress)
         c.pairs = p + 1
         if not c.ok:
             return c
