@@ -411,16 +411,9 @@ def _first_difference(a: Sequence, b: Sequence) -> int | None:
     return None if len(a) == len(b) else n
 
 
-def _divergence(a: Record, b: Record, run: Callable[[int], tuple[Any, Any]]) -> tuple[int, Any, Any] | None:
-    """Where two finished records first differ: (step, run A's kept record, run B's), both runs
-    repeated by ``run(block)`` keeping the first different block (the twins are deterministic);
-    None when they do not differ."""
-    block = _first_different_block(a, b)
-    if block is None:
-        return None
-    again_a, again_b = run(block)
-    ra, rb = (r.events if isinstance(r, Trace) else r.records for r in (again_a, again_b))
-    return block * BLOCK + (_first_difference(ra.kept, rb.kept) or 0), again_a, again_b
+def _first_step(block: int, a: Record, b: Record) -> int:
+    """The first different step of two records that keep block ``block`` (where they part)."""
+    return block * BLOCK + (_first_difference(a.kept, b.kept) or 0)
 
 
 def compare(fn: Callable, args_a: Sequence, args_b: Sequence, name: str | None = None,
@@ -430,14 +423,14 @@ def compare(fn: Callable, args_a: Sequence, args_b: Sequence, name: str | None =
     name = name or getattr(fn, "__name__", "kernel")
     ta, tb = trace_call(fn, args_a, opcodes, progress=progress), trace_call(fn, args_b, opcodes, progress=progress)
     check = TraceCheck(name, True, (ta.events.count, tb.events.count), opcodes=opcodes)
-    found = _divergence(ta.events, tb.events,
-                        lambda k: (trace_call(fn, args_a, opcodes, k), trace_call(fn, args_b, opcodes, k)))
-    if found is not None:
-        step, ta, tb = found
+    # where two runs part, both run again keeping that block (the twins are deterministic)
+    block = _first_different_block(ta.events, tb.events)
+    if block is not None:
+        ta, tb = trace_call(fn, args_a, opcodes, block), trace_call(fn, args_b, opcodes, block)
+        step = _first_step(block, ta.events, tb.events)
 
         def event(t: Trace) -> str:
-            kept = t.events.kept
-            at = step % BLOCK
+            kept, at = t.events.kept, step % BLOCK
             return t.tracer.describe(kept[at]) if at < len(kept) else "(end of trace)"
         check.same_flow = False
         check.divergence = f"step {step}: secret A -> {event(ta)}; secret B -> {event(tb)}"
@@ -448,10 +441,11 @@ def compare(fn: Callable, args_a: Sequence, args_b: Sequence, name: str | None =
             check.index_error = f"{type(exc).__name__}: {exc}"
             return check
         check.index_records = (la.records.count, lb.records.count)
-        found = _divergence(la.records, lb.records, lambda k: (index_call(fn, args_a, k), index_call(fn, args_b, k)))
-        check.same_indices = found is None
-        if found is not None:
-            j, la, lb = found
+        block = _first_different_block(la.records, lb.records)
+        check.same_indices = block is None
+        if block is not None:
+            la, lb = index_call(fn, args_a, block), index_call(fn, args_b, block)
+            j = _first_step(block, la.records, lb.records)
 
             def where(log: IndexLog) -> str:
                 kept, at = log.records.kept, j % BLOCK
