@@ -211,3 +211,20 @@ def test_a_process_started_while_an_earlier_ones_helper_runs_shares_the_work_and
         time.sleep(0.1)
     assert not list((tmp_path / "cache" / "pqforge-compiling").glob("*"))    # every claim released
     assert _compiles(log) == sorted([uk.SUM.key, uk.SCALE.key])     # each once, in one process or the other
+
+
+def test_while_waiting_for_an_entry_claimed_elsewhere_the_process_compiles_what_follows(monkeypatch, tmp_path,
+                                                                                        sleeper):
+    # signing waits for the kernel a helper compiles: it compiles verification's meanwhile
+    import threading
+    monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
+    waited = _never_cached(monkeypatch, _units.Unit(uk.weighted_sum, uk.SUM.signature))
+    follows = _never_cached(monkeypatch, _units.Unit(uk.scale_into, uk.SCALE.signature))
+    taken = _never_cached(monkeypatch, _units.Unit(uk.weighted_sum, uk.SUM.signature))
+    taken.key += "-taken"                               # another entry, claimed by another process too
+    marker = _claimed_by(waited, sleeper.pid)
+    _claimed_by(taken, sleeper.pid)
+    threading.Timer(0.5, marker.unlink).start()       # the waited-for entry lands
+    _units.obtain((waited,), meanwhile=(taken, follows))
+    assert waited._ready() and follows._ready() and not taken._ready()
+    assert not _units._in_progress_marker(_units._spec(follows)).exists()     # its claim released

@@ -171,10 +171,7 @@ def compile_in_worker(specs: Sequence[str]) -> None:
         for item in _declared(importlib.import_module(home)):
             if item.key == key:
                 if not item._in_cache() and _claim(item):
-                    try:
-                        item._compile_here()
-                    finally:
-                        _unmark(spec)
+                    _compile_claimed(item)
                 break
 
 
@@ -334,27 +331,39 @@ POLL_SECONDS = 0.05
 """How often to look whether another process has delivered an entry."""
 
 
-def obtain(items: Sequence[Compilable]) -> None:
+def obtain(items: Sequence[Compilable], meanwhile: Sequence[Compilable] = ()) -> None:
     """Make every one of ``items`` ready in this process: those no other process is compiling
     are compiled here (or loaded from the cache), in order, claiming each first, so that helpers
-    going through the same list take the others; then the rest are waited for and loaded."""
+    going through the same list take the others; then the rest are waited for and loaded. While
+    it waits, this process compiles the entries of ``meanwhile`` (those of the operation that
+    usually follows) that no process has claimed, instead of idling."""
     with _lock:
         elsewhere = []
         for item in items:
             if item._ready():
                 continue
             if not JIT_CACHE or _claim(item):
-                try:
-                    item._compile_here()
-                finally:
-                    _unmark(_spec(item))
+                _compile_claimed(item)
             else:
                 elsewhere.append(item)
+        spare = [m for m in meanwhile if not m._ready()] if elsewhere else []
         for item in elsewhere:
             deadline = time.monotonic() + WORKER_SECONDS
             while _claimed_elsewhere(item) and time.monotonic() < deadline:
-                time.sleep(POLL_SECONDS)
+                if spare:
+                    other = spare.pop(0)
+                    if _claim(other):
+                        _compile_claimed(other)     # (from the cache, when a helper has delivered it)
+                else:
+                    time.sleep(POLL_SECONDS)
             item._compile_here()      # from the cache (compiled here if its process failed)
+
+
+def _compile_claimed(item: Compilable) -> None:
+    try:
+        item._compile_here()
+    finally:
+        _unmark(_spec(item))
 
 
 def addresses(units: Sequence[Unit]) -> tuple[int, ...]:

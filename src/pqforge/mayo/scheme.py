@@ -73,13 +73,14 @@ def _verifying(p: MayoParams) -> tuple:
 
 
 def _prepare(path: str) -> Callable[[MayoParams], None]:
-    """With a first notice: signing and verification share their kernels with a helper process;
-    after key generation or expansion the helper compiles theirs at low priority (signing and
-    verification usually follow, and the helper goes on after a command has returned)."""
+    """With a first notice: signing and verification share their kernels with a helper process
+    (signing, while it waits for the helper, compiles verification's); after key generation or
+    expansion the helper compiles theirs at low priority (signing and verification usually
+    follow, and the helper goes on after a command has returned)."""
     def prepare(p: MayoParams) -> None:
         if path == "sign":
             prefetch(_signing(p), later=_verifying(p))
-            obtain(_signing(p))
+            obtain(_signing(p), meanwhile=_verifying(p))
         elif path == "verify":
             prefetch(_verifying(p), later=_signing(p))
             obtain(_verifying(p))
