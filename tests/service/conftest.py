@@ -20,9 +20,9 @@ httpx = pytest.importorskip("httpx", reason="the service needs the serve extra: 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
-def cli(*args, env=None) -> subprocess.CompletedProcess:
+def cli(*args, env=None, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pqforge.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": SRC, **(env or {})}, timeout=120)
+                          env={**os.environ, "PYTHONPATH": SRC, **(env or {})}, timeout=120, cwd=cwd)
 
 
 class Server:

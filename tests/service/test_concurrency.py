@@ -147,8 +147,7 @@ def test_sigterm_finishes_queued_requests_then_exits(tmp_path):
 
     signatures = asyncio.run(requests_then_sigterm())
     assert list(pk.verify_many([bytes([i]) for i in range(8)], signatures)) == [True] * 8
-    # uvicorn ends by re-raising the signal once shutdown completed
-    assert srv.proc.wait(timeout=60) in (0, -signal.SIGTERM)
+    assert srv.proc.wait(timeout=60) == 0        # a clean drain is an orderly stop
     assert "draining" in srv.log() and "Application shutdown complete" in srv.log()
     with pytest.raises(httpx.ConnectError):
         httpx.get(srv.url + "/healthz")

@@ -96,6 +96,7 @@ class Service:
         # pass one built on @serve.batch instead of this process's batcher
         self.submit = submit or self.batcher.submit
         self.warmed = threading.Event()
+        self.drained = threading.Event()    # set once shutdown finished the queued requests
         self._tokens: dict[str, tuple[float, str, list]] = {}
         self._compute = {"backend": settings.backend, "threads": settings.compute_threads}
 
@@ -468,6 +469,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         await service.batcher.drain()
         service.executor.shutdown(wait=True)
         service.store.close()
+        service.drained.set()
 
     app = _ServiceApp(title="pqforge", version="1", lifespan=lifespan,
                   description="Post-quantum signing, verification and KEM with dynamically batched kernels.",

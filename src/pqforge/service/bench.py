@@ -189,8 +189,8 @@ def main(args) -> int:
     from .. import algorithms
     from ..client import Client
     alg = algorithms.get(args.alg)
-    concurrencies = [int(c) for c in args.concurrency.split(",")]
-    settings = [(int(b), float(w)) for b in args.max_batch.split(",") for w in args.max_wait_ms.split(",")]
+    concurrencies = args.concurrency
+    settings = [(b, w) for b in args.max_batch for w in args.max_wait_ms]
     n = args.requests
     use_wrk = args.load == "wrk" or (args.load == "auto" and shutil.which("wrk") is not None)
     if args.load == "wrk" and shutil.which("wrk") is None:

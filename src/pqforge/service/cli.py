@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -55,12 +57,48 @@ def _require_extra(*modules: str, extra: str = "serve") -> None:
         raise PQForgeError(f"this command needs {', '.join(missing)}: pip install 'pqforge[{extra}]'")
 
 
+def _check_serve(settings: Settings):
+    """Refuse what would fail only after the master key and the store were created: a store
+    without its driver or directory, a missing TLS file. Returns the (not yet connected) store."""
+    from .store import open_store
+    store = open_store(settings.store)
+    if settings.store.startswith("sqlite:///"):
+        directory = os.path.dirname(store.path) or "."
+        if not os.path.isdir(directory):
+            raise PQForgeError(f"store: no directory {directory} for the SQLite file {store.path}")
+    for option, path in (("--ssl-certfile", settings.ssl_certfile), ("--ssl-keyfile", settings.ssl_keyfile)):
+        if path and not os.path.isfile(path):
+            raise PQForgeError(f"{option}: no file {path}")
+    if settings.ssl_keyfile and not settings.ssl_certfile:
+        raise PQForgeError("--ssl-keyfile needs --ssl-certfile")
+    return store
+
+
+def _exit_zero_after_drain(service) -> None:
+    """uvicorn raises the SIGTERM it stopped for again once it has shut down, which would end the
+    process with status 143; after a clean drain the stop was orderly and the status is 0. A
+    SIGTERM that comes before uvicorn handles signals, or after a failed drain, still kills."""
+    import signal
+
+    def on_sigterm(sig, frame):
+        if not service.drained.is_set():
+            signal.signal(sig, signal.SIG_DFL)
+            signal.raise_signal(sig)
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
 def cmd_serve(args) -> int:
     _require_extra("fastapi", "uvicorn", "prometheus_client")
     if args.ray:
         _require_extra("ray", extra="ray")
     settings = _settings(args)
+    store = _check_serve(settings)
     configure_logging(args.log_level)
+    mode = store.exposed_mode()
+    if mode is not None:
+        logging.getLogger("pqforge.service").warning(
+            "store file %s has mode %04o: group or others may read or write it; expected 0600 (chmod 600 %s)",
+            store.path, mode, store.path)
     if args.ray:
         from . import ray_app
         return ray_app.run(settings)
@@ -81,7 +119,9 @@ def cmd_serve(args) -> int:
         uvicorn.run("pqforge.service.cli:app_from_environment", factory=True, workers=settings.workers, **options)
     else:
         from .app import create_app
-        uvicorn.run(create_app(settings), **options)
+        app = create_app(settings)
+        _exit_zero_after_drain(app.state.service)
+        uvicorn.run(app, **options)
     return 0
 
 
@@ -92,14 +132,16 @@ def app_from_environment():
     return create_app(Settings(**json.loads(os.environ[SETTINGS_ENV])))
 
 
-def _store(args):
+def _store(args, create: bool = False):
+    """The store of a tokens command; only ``tokens create`` may create an SQLite file (the first
+    admin token is made before the service ever ran), the others refuse a store that is not there."""
     from .store import open_store
-    return open_store(_settings(args).store)
+    return open_store(_settings(args).store, create=create)
 
 
 def cmd_tokens_create(args) -> int:
     from . import tokens
-    token_id, token = tokens.create(_store(args), args.scope or [], args.name)
+    token_id, token = tokens.create(_store(args, create=True), args.scope or [], args.name)
     print(json.dumps({"id": token_id, "token": token, "scopes": args.scope, "name": args.name}))
     print("pqforge: the token is shown only now; the store keeps only its hash", file=sys.stderr)
     return 0
@@ -131,21 +173,51 @@ def _store_options(p) -> None:
     p.add_argument("--config", help="TOML file with a [serve] table of settings")
 
 
+def _port(text: str) -> int:
+    """argparse type: a TCP port, 1 to 65535, or 0 for any free port."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected 1 to 65535 (0: any free port), got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
+def _list_of(parse):
+    """argparse type: comma-separated values, each read by ``parse``."""
+    def parse_list(text: str) -> list:
+        return [parse(part) for part in text.split(",")]
+    return parse_list
+
+
 def add_parser(sub) -> None:
+    from ..cli import positive_float, positive_int
     s = sub.add_parser("serve", help="run the HTTP signing / verification / KEM service")
     _store_options(s)
     s.add_argument("--host", help="address to listen on (default 127.0.0.1: loopback only)")
-    s.add_argument("--port", type=int, help="port (default 8000)")
+    s.add_argument("--port", type=_port, help="port, 1 to 65535 (default 8000; 0: any free port)")
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], help="batch backend (default cpu)")
-    s.add_argument("--max-batch", type=int, help="flush a queue at this many requests (default 256)")
-    s.add_argument("--max-wait-ms", type=float, help="... or when its oldest request waited this long (default 2)")
+    s.add_argument("--max-batch", type=positive_int, help="flush a queue at this many requests (default 256)")
+    s.add_argument("--max-wait-ms", type=_non_negative_float,
+                   help="... or when its oldest request waited this long (default 2)")
     s.add_argument("--master-key-file", help="master key file (mode 0600; created when absent; default beside "
                                              "the SQLite file). PQFORGE_MASTER_KEY (base64) takes precedence")
     s.add_argument("--public-verify", action="store_true", help="let anyone verify, without a token")
-    s.add_argument("--workers", type=int, help="server processes sharing the port (default 1)")
+    s.add_argument("--workers", type=positive_int, help="server processes sharing the port (default 1)")
     s.add_argument("--ssl-certfile", help="TLS certificate (PEM); with --ssl-keyfile serves https")
     s.add_argument("--ssl-keyfile", help="TLS private key (PEM)")
-    s.add_argument("--drain-timeout", type=float, default=30.0,
+    s.add_argument("--drain-timeout", type=_non_negative_float, default=30.0,
                    help="seconds SIGTERM waits for requests in flight (default 30)")
     s.add_argument("--access-log", action="store_true", help="log every request")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -169,14 +241,17 @@ def add_parser(sub) -> None:
 
     s = sub.add_parser("bench-serve", help="load-test the service on loopback next to the library's sign_many")
     s.add_argument("--alg", default="MAYO-2")
-    s.add_argument("--concurrency", default="1,16,64", help="client counts (comma-separated)")
-    s.add_argument("--max-batch", default="64,256", help="max_batch settings (comma-separated)")
-    s.add_argument("--max-wait-ms", default="2", help="max_wait_ms settings (comma-separated)")
-    s.add_argument("--requests", type=int, default=4000, help="requests per measurement (bound)")
-    s.add_argument("--seconds", type=float, default=10.0, help="time limit per measurement")
-    s.add_argument("--many", type=int, default=256, help="messages per sign-many / verify-many request")
+    s.add_argument("--concurrency", type=_list_of(positive_int), default="1,16,64",
+                   help="client counts (comma-separated)")
+    s.add_argument("--max-batch", type=_list_of(positive_int), default="64,256",
+                   help="max_batch settings (comma-separated)")
+    s.add_argument("--max-wait-ms", type=_list_of(_non_negative_float), default="2",
+                   help="max_wait_ms settings (comma-separated)")
+    s.add_argument("--requests", type=positive_int, default=4000, help="requests per measurement (bound)")
+    s.add_argument("--seconds", type=positive_float, default=10.0, help="time limit per measurement")
+    s.add_argument("--many", type=positive_int, default=256, help="messages per sign-many / verify-many request")
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="cpu")
-    s.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+    s.add_argument("--workers", type=positive_int, default=1, help="server processes (default 1)")
     s.add_argument("--load", choices=["auto", "wrk", "python"], default="auto",
                    help="single-message load generator: wrk (when installed: auto) or this Python process")
     s.set_defaults(func=cmd_bench_serve)

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InvalidInput
+from .store import check_store_url
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass
@@ -31,10 +37,17 @@ class Settings:
 
     def __post_init__(self):
         for name in ("max_batch", "max_queue", "max_messages", "max_body_bytes", "workers"):
-            if int(getattr(self, name)) < 1:
+            if not _whole(getattr(self, name)) or getattr(self, name) < 1:
                 raise InvalidInput(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if self.max_wait_ms < 0:
-            raise InvalidInput(f"max_wait_ms must be >= 0, got {self.max_wait_ms!r}")
+        if not _whole(self.port) or not 0 <= self.port <= 65535:
+            raise InvalidInput(f"port must be 1 to 65535 (0: any free port), got {self.port!r}")
+        if self.compute_threads is not None and (not _whole(self.compute_threads) or self.compute_threads < 1):
+            raise InvalidInput(f"compute_threads must be a positive integer, got {self.compute_threads!r}")
+        for name in ("max_wait_ms", "cache_ttl_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise InvalidInput(f"{name} must be a number >= 0, got {value!r}")
+        check_store_url(self.store)
         if self.backend not in ("auto", "cpu", "cuda"):
             raise InvalidInput(f"backend must be auto, cpu or cuda, got {self.backend!r}")
 

@@ -9,6 +9,8 @@ next call reconnects, so the service recovers by itself when the store comes bac
 from __future__ import annotations
 
 import json
+import os
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -103,6 +105,10 @@ class Store:
         with self._lock:
             self._drop_connection()
 
+    def exposed_mode(self) -> int | None:
+        """The mode of the store's file when group or others may read or write it, else None."""
+        return None
+
     def _sql(self, text: str) -> str:
         return text.replace("?", self.placeholder)
 
@@ -191,15 +197,37 @@ class Store:
 
 
 class SqliteStore(Store):
-    def __init__(self, url: str):
+    def __init__(self, url: str, create: bool = True):
         super().__init__(url)
         import sqlite3
         self._sqlite3 = sqlite3
         self.path = url[len("sqlite:///"):]
+        self.create = create
         # "database is locked", "disk I/O error", "database or disk is full", unable to open
         self.unavailable_errors = (sqlite3.OperationalError,)
 
+    def exposed_mode(self) -> int | None:
+        try:
+            mode = stat.S_IMODE(os.stat(self.path).st_mode)
+        except FileNotFoundError:
+            return None
+        return mode if mode & 0o077 else None
+
+    def _create_file(self) -> None:
+        """Create the database file with mode 0600 before SQLite opens it: it holds sealed secrets,
+        token hashes and the audit trail. SQLite gives its -wal and -shm files the same mode."""
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:   # another process created it first
+            pass
+        except OSError as exc:
+            raise self._sqlite3.OperationalError(f"cannot create {self.path}: {exc.strerror}") from None
+
     def _connect(self):
+        if not os.path.exists(self.path):
+            if not self.create:
+                raise InvalidInput(f"no store at {self.path} (pqforge serve or pqforge tokens create creates it)")
+            self._create_file()
         conn = self._sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5.0)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")   # an acknowledged key survives a crash
@@ -257,9 +285,20 @@ class PostgresStore(Store):
             return fn(cur)
 
 
-def open_store(url: str) -> Store:
-    if url.startswith("sqlite:///"):
-        return SqliteStore(url)
+def check_store_url(url: str) -> None:
+    """Refuse a store URL that names no database this module can open."""
     if url.startswith(("postgresql://", "postgres://")):
-        return PostgresStore(url)
-    raise InvalidInput(f"store must be sqlite:///PATH or postgresql://..., got {url.split(':', 1)[0]}:...")
+        return
+    if not url.startswith("sqlite:///"):
+        raise InvalidInput(f"store must be sqlite:///PATH or postgresql://..., got {url.split(':', 1)[0]}:...")
+    path = url[len("sqlite:///"):]
+    if not path or path.endswith(("/", os.sep)):
+        raise InvalidInput(f"store must be sqlite:///PATH with the path of a file, got {url!r}")
+
+
+def open_store(url: str, create: bool = True) -> Store:
+    """The store at ``url``; connecting creates an SQLite file only when ``create``."""
+    check_store_url(url)
+    if url.startswith("sqlite:///"):
+        return SqliteStore(url, create)
+    return PostgresStore(url)

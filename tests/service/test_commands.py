@@ -1,0 +1,101 @@
+"""``pqforge serve`` and ``pqforge tokens`` as commands: options and stores checked before anything
+is created, private store files, a clean exit on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import stat
+import time
+
+from pqforge.service.store import open_store
+
+from .conftest import Server, cli, httpx
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def _one_line_error(done, code=2) -> str:
+    assert done.returncode == code, (done.args, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "error" in done.stderr, done.stderr
+    return done.stderr
+
+
+def test_store_files_are_created_private(tmp_path):
+    db = tmp_path / "pqforge.db"
+    umask = os.umask(0o022)        # the usual umask, which would give 0644
+    store = open_store(f"sqlite:///{db}")
+    try:
+        store.add_token("0123456789abcdef", "0" * 64, None, ["admin"])    # written in WAL mode
+        names = sorted(p.name for p in tmp_path.iterdir())
+        assert names == ["pqforge.db", "pqforge.db-shm", "pqforge.db-wal"]
+        assert {name: _mode(tmp_path / name) for name in names} == dict.fromkeys(names, 0o600)
+        assert store.exposed_mode() is None
+    finally:
+        store.close()
+        os.umask(umask)
+
+
+def test_an_existing_store_readable_by_others_gets_a_warning(tmp_path):
+    db = tmp_path / "pqforge.db"
+    sqlite3.connect(db).close()
+    os.chmod(db, 0o644)
+    srv = Server(tmp_path)
+    srv.start(ready=False)
+    try:
+        warnings = [line for line in srv.log().splitlines() if "0644" in line]
+        assert len(warnings) == 1 and "WARNING" in warnings[0] and str(db) in warnings[0], srv.log()
+        assert "chmod 600" in warnings[0]
+    finally:
+        srv.stop()
+
+
+def test_invalid_options_are_one_line_errors_before_anything_starts(tmp_path):
+    config = tmp_path / "bad.toml"
+    config.write_text("[serve]\nport = 99999\n")
+    cases = [("--port", "99999"), ("--port", "-1"), ("--port", "http"), ("--max-batch", "0"),
+             ("--max-batch", "-5"), ("--max-wait-ms", "-1"), ("--max-wait-ms", "nan"), ("--workers", "0"),
+             ("--drain-timeout", "-1"), ("--config", str(config)), ("--store", "mysql://x"),
+             ("--store", "sqlite:///"), ("--store", f"sqlite:///{tmp_path / 'no-such-dir' / 'x.db'}"),
+             ("--ssl-certfile", str(tmp_path / "no-such.pem"))]
+    for args in cases:
+        _one_line_error(cli("serve", *args, cwd=tmp_path))     # one line: no serving banner before it
+    for args in (("--concurrency", "1,0"), ("--max-batch", "x"), ("--many", "0"), ("--seconds", "-1")):
+        _one_line_error(cli("bench-serve", *args, cwd=tmp_path))
+    assert list(tmp_path.iterdir()) == [config]     # no master key, no database
+
+
+def test_an_unknown_store_scheme_creates_nothing(tmp_path):
+    done = cli("serve", "--store", "mysql://x", "--port", "0", cwd=tmp_path)
+    assert "sqlite:///PATH or postgresql://" in _one_line_error(done)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_tokens_commands_do_not_create_a_store(tmp_path):
+    store = f"sqlite:///{tmp_path / 'pqforge.db'}"
+    for args in (("revoke", "nope"), ("list",)):
+        assert "no store at" in _one_line_error(cli("tokens", *args, cwd=tmp_path))             # ./pqforge.db
+        assert "no store at" in _one_line_error(cli("tokens", *args, "--store", store, cwd=tmp_path))
+    assert list(tmp_path.iterdir()) == []
+    # tokens create makes the store: the first admin token comes before the service's first start
+    assert cli("tokens", "create", "--store", store, "--scope", "admin", cwd=tmp_path).returncode == 0
+    assert _mode(tmp_path / "pqforge.db") == 0o600
+    assert "no active token 'nope'" in _one_line_error(cli("tokens", "revoke", "nope", "--store", store))
+
+
+def test_sigterm_after_a_clean_drain_exits_0(tmp_path):
+    srv = Server(tmp_path)
+    srv.start(ready=False)
+    try:
+        deadline = time.monotonic() + 60
+        while httpx.get(srv.url + "/healthz").status_code != 200:
+            assert time.monotonic() < deadline, srv.log()
+            time.sleep(0.1)
+        assert srv.kill(signal.SIGTERM) == 0, srv.log()
+        assert "Application shutdown complete" in srv.log()
+    finally:
+        srv.stop()
