@@ -131,6 +131,17 @@ def test_health_metrics_and_openapi(server, client, mayo_key):
 
 
 
+def test_openapi_declares_bearer_tokens(server):
+    document = httpx.get(server.url + "/openapi.json").json()
+    scheme = document["components"]["securitySchemes"]["bearer"]
+    assert scheme["type"] == "http" and scheme["scheme"] == "bearer"
+    assert "pqforge tokens create" in scheme["description"]
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            needs_token = path.startswith("/v1/")
+            assert (operation.get("security") == [{"bearer": []}]) == needs_token, (method, path, operation)
+
+
 def test_single_message_hot_path_answers_like_the_rest(server, mayo_key):
     """Single-message sign and verify bypass FastAPI's routing; their answers, errors and metrics
     are the same as elsewhere, and other methods or longer paths still reach FastAPI."""

@@ -131,5 +131,10 @@ def test_public_verification_when_configured(tmp_path):
         # signing still needs its token
         assert httpx.post(srv.url + "/v1/keys", json={"alg": "MAYO-2"}).status_code == 401
         assert httpx.post(srv.url + "/v1/keys", json={"alg": "MAYO-2"}, headers=bearer(token)).status_code == 403
+        # the API description says so: a token, or none, for verification only
+        paths = httpx.get(srv.url + "/openapi.json").json()["paths"]
+        assert paths["/v1/verify"]["post"]["security"] == [{"bearer": []}, {}]
+        assert paths["/v1/verify-many"]["post"]["security"] == [{"bearer": []}, {}]
+        assert paths["/v1/keys"]["post"]["security"] == [{"bearer": []}]
     finally:
         srv.stop()

@@ -15,9 +15,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Query, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -477,8 +478,18 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
                              422: {"model": models.Error}, 503: {"model": models.Error}})
     app.state.service = service
 
-    async def principal(request: Request) -> Principal:
+    # Declares the token in /openapi.json; it refuses nothing (auto_error=False): TokenFirst and
+    # Service.principal check the token, with the service's own error answers.
+    bearer = HTTPBearer(scheme_name="bearer", bearerFormat="pqf_<id>_<secret>", auto_error=False,
+                        description="an API token from `pqforge tokens create`, sent as "
+                                    "`Authorization: Bearer pqf_<id>_<secret>`")
+
+    async def principal(request: Request,
+                        _: HTTPAuthorizationCredentials | None = Security(bearer)) -> Principal:
         return request.scope.get(_PRINCIPAL) or await service.principal(request.headers.get("authorization"))
+
+    # verification without a token, when configured: the token is optional ({} is "no scheme")
+    verify_security = {"openapi_extra": {"security": [{}]}} if settings.public_verify else {}
 
     # --- errors: one mapping from exception to answer, shared with FastPath -------------------
     async def any_error(request, exc: Exception):
@@ -563,11 +574,11 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         service.metrics.observe_batch("sign-many", len(items), service.batcher.depth())
         return JSONResponse({"signatures": [_b64(s) for s in signatures]})
 
-    @app.post("/v1/verify", response_model=models.Verdict, tags=["signatures"])
+    @app.post("/v1/verify", response_model=models.Verdict, tags=["signatures"], **verify_security)
     async def verify(body: models.Verify, request: Request, who: Principal = Depends(principal)):
         return Response(await service.verify_one(body, who, request.receive), media_type="application/json")
 
-    @app.post("/v1/verify-many", response_model=models.Verdicts, tags=["signatures"])
+    @app.post("/v1/verify-many", response_model=models.Verdicts, tags=["signatures"], **verify_security)
     async def verify_many(body: models.VerifyMany, who: Principal = Depends(principal)):
         if not settings.public_verify:
             who.require("verify")
