@@ -130,7 +130,6 @@ def test_health_metrics_and_openapi(server, client, mayo_key):
     assert {"/v1/keys", "/v1/keys/{key_id}/sign", "/v1/verify", "/v1/keys/{key_id}/decapsulate"} <= set(paths)
 
 
-
 def test_openapi_declares_bearer_tokens(server):
     document = httpx.get(server.url + "/openapi.json").json()
     scheme = document["components"]["securitySchemes"]["bearer"]
@@ -222,9 +221,15 @@ def test_a_body_declared_other_than_json_is_refused_on_every_route(server, mayo_
     # as FastAPI does on its routes: the hot path does not parse a text/plain body as JSON
     kid = mayo_key["id"]
     body = json.dumps({"message": b64(b"m")}).encode()
-    for path in (f"/v1/keys/{kid}/sign", f"/v1/keys/{kid}/sign-many"):
-        refused = _post(server, path, content=body, headers={"Content-Type": "text/plain"})
-        assert "JSON" in _error(refused, 400, "body")
+    for path in (f"/v1/keys/{kid}/sign", f"/v1/keys/{kid}/sign-many", "/v1/verify"):
+        for kind in ("text/plain", "application/x-www-form-urlencoded"):   # curl -d sends the second
+            refused = _post(server, path, content=body, headers={"Content-Type": kind})
+            message = _error(refused, 400, "body")
+            assert "JSON" in message and "Content-Type must be application/json" in message, message
+            assert repr(kind) in message, message
+    # a JSON Content-Type with a body that is not JSON: the message is about the body
+    message = _error(_post(server, f"/v1/keys/{kid}/sign", content=b"{"), 400, "body")
+    assert "expected a JSON object" in message
     for kind in ("application/json; charset=utf-8", "application/vnd.pqforge+json"):
         signed = _post(server, f"/v1/keys/{kid}/sign", content=body, headers={"Content-Type": kind})
         assert signed.status_code == 200, signed.text

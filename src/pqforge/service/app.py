@@ -247,8 +247,27 @@ async def _disconnected(receive) -> None:
             return
 
 
-def error_response(service: Service, exc: Exception, method: str, path: str) -> Response:
-    """The JSON error answer for an exception raised while handling a request."""
+def _json_media(content_type: str | None) -> bool:
+    """Whether a Content-Type declares JSON (or is absent), as FastAPI decides before parsing a body."""
+    if content_type is None:
+        return True
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _bad_body(content_type: str | None) -> ApiError:
+    """The 400 for a body that is not a JSON object; when the request declared another media
+    type, that is the reason and the message says so."""
+    if not _json_media(content_type):
+        media = content_type.split(";", 1)[0].strip()
+        return ApiError(400, "bad_json", f"body: Content-Type must be application/json for a JSON body, "
+                                         f"got {media!r}", "body")
+    return ApiError(400, "bad_json", "body: expected a JSON object (Content-Type: application/json)", "body")
+
+
+def error_response(service: Service, exc: Exception, method: str, path: str,
+                   content_type: str | None = None) -> Response:
+    """The JSON error answer for an exception raised while handling a request with ``content_type``."""
     count = service.metrics.errors.labels
     if isinstance(exc, ApiError):
         count(exc.kind).inc()
@@ -259,9 +278,7 @@ def error_response(service: Service, exc: Exception, method: str, path: str) -> 
         field = ".".join(loc) or "body"
         if first.get("type") == "json_invalid" or (field == "body" and first.get("type") in
                                                    ("model_attributes_type", "dict_type", "model_type")):
-            count("bad_json").inc()
-            return _error(400, "bad_json", "body: expected a JSON object (Content-Type: application/json)",
-                          "body")
+            return error_response(service, _bad_body(content_type), method, path)
         message = first.get("msg", "invalid").removeprefix("Value error, ")
         if first.get("type") == "missing":
             message = "required field is missing"
@@ -394,15 +411,6 @@ class TokenFirst:
         await self.app(scope, receive, send)
 
 
-def _json_content(scope) -> bool:
-    """Whether the body is declared JSON (or not declared), as FastAPI decides before parsing it."""
-    value = _header(scope, b"content-type")
-    if value is None:
-        return True
-    media = value.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
-
-
 class FastPath:
     """Pure ASGI middleware answering the hot path, single-message sign and verify requests,
     without FastAPI's routing, dependency and response machinery (which cost several times the
@@ -433,9 +441,9 @@ class FastPath:
         service = self.service
         try:
             who = scope.get(_PRINCIPAL) or await service.principal(_header(scope, b"authorization"))
-            if not _json_content(scope):
-                raise ApiError(400, "bad_json", "body: expected a JSON object (Content-Type: application/json)",
-                               "body")
+            content_type = _header(scope, b"content-type")
+            if not _json_media(content_type):
+                raise _bad_body(content_type)
             parsed = model.model_validate_json(body)
             answer = await (service.verify_one(parsed, who, receive) if key_id is None else
                             service.sign_one(key_id, parsed, who, receive))
@@ -493,7 +501,8 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
 
     # --- errors: one mapping from exception to answer, shared with FastPath -------------------
     async def any_error(request, exc: Exception):
-        return error_response(service, exc, request.method, request.url.path)
+        return error_response(service, exc, request.method, request.url.path,
+                              request.headers.get("content-type"))
 
     for kind in (ApiError, RequestValidationError, KeyUnusable, StoreUnavailable, PQForgeError,
                  StarletteHTTPException, ClientGone, Exception):
