@@ -1,7 +1,8 @@
-"""``pqforge ct``: list targets, run a timing campaign, run the trace check.
+"""``pqforge ct``: list targets, run a timing campaign, the trace check, the memcheck check.
 
 Exit status of ``ct run``: 0 no leak detected (at the stated power), 1 leak detected,
-3 inconclusive; of ``ct trace``: 0 all identical, 1 a difference; 2 is a usage error as elsewhere.
+3 inconclusive; of ``ct trace``: 0 all identical, 1 a difference; of ``ct memcheck``: 0 clean,
+1 a secret-dependent site; 2 is a usage error as elsewhere.
 """
 
 from __future__ import annotations
@@ -80,8 +81,29 @@ def cmd_trace(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_memcheck(args) -> int:
+    from . import memcheck, registry
+    if args.target:
+        targets = [registry.get(n) for n in args.target]
+    else:       # every target with secrets, of the algorithm asked for (else each one's first)
+        targets = [t for t in registry.all_targets() if t.secret_args and (
+            not args.alg or not t.algs or name_key(args.alg) in (name_key(a) for a in t.algs))]
+    if not targets:
+        print("no constant-time targets with secret arguments registered")
+        return 0
+    results = memcheck.check(targets, args.alg, kernels=args.kernels,
+                             log=lambda text: print(f"pqforge ct memcheck: {text}", file=sys.stderr))
+    failed = 0
+    for r in results:
+        failed += not r.ok and not r.skipped
+        print(("skip  " if r.skipped else "ok    " if r.ok else "FAIL  ") + r.summary())
+    checked = sum(1 for r in results if not r.skipped)
+    print(f"{checked - failed} of {checked} targets clean, {len(results) - checked} skipped", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def add_parser(sub) -> None:
-    ct = sub.add_parser("ct", help="constant-time evidence: timing campaigns and trace checks")
+    ct = sub.add_parser("ct", help="constant-time evidence: timing campaigns, trace and memcheck checks")
     cts = ct.add_subparsers(dest="ct_command", required=True)
 
     s = cts.add_parser("list", help="the registered targets and their secret arguments")
@@ -114,3 +136,12 @@ def add_parser(sub) -> None:
     s.add_argument("--no-indices", action="store_true", help="skip the array-index trace")
     s.add_argument("--strict", action="store_true", help="also require identical array indices")
     s.set_defaults(func=cmd_trace)
+
+    s = cts.add_parser("memcheck", help="machine-code check: the compiled kernels under valgrind's memcheck, "
+                       "secrets marked undefined (exit 0 clean, 1 a secret-dependent branch, index or store)")
+    s.add_argument("--target", action="append", help="target (repeatable; default every target with secrets)")
+    s.add_argument("--alg", help="algorithm (default: each target's first); without --target, only the "
+                   "targets of that algorithm")
+    s.add_argument("--kernels", help="kernel set (PQFORGE_KERNELS; valgrind runs only those without "
+                   "GFNI or AVX-512 instructions)")
+    s.set_defaults(func=cmd_memcheck)

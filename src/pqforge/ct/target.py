@@ -32,6 +32,9 @@ class Target:
     trace_inputs: Callable[[Any, Any], tuple[tuple, tuple]] | None = None
     """Optional ``(params, rng) -> (args_a, args_b)``: two calls that differ only in secrets.
     By default the trace check draws two random-class inputs and swaps in the secrets."""
+    declassified: tuple[str, ...] = ()
+    """Values the kernel makes public on purpose (``pqforge._barrier.declassify``), each with
+    the reason it may: what the memcheck check lets pass."""
     notes: str = ""
     extra: dict = field(default_factory=dict)
 

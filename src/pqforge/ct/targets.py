@@ -44,6 +44,15 @@ def _upper_mvecs(rng, p, size) -> np.ndarray:
     return full
 
 
+RANK_BIT = ("the rank bit of the signing system (sample_solution_bitsliced): whether the attempt "
+            "succeeded, which decides a retry with the next counter; the rejected attempt's values are "
+            "discarded, as in the specification and the C reference")
+GENPOLY_REJECTION = ("genpoly's singular-system test: a candidate whose minimal polynomial has degree "
+                     "below t is dropped and key generation retries with fresh randomness")
+KEY_FORMAT = ("pivot_field_ok and goppa_encoding_ok: whether the private key's pivot field has its form "
+              "and g's coefficients fit in m bits, checks of the key's format, not of its secret value")
+
+
 def _k(module, name):
     """A kernel of ``module``, or None while that module has no such kernel (it is changing)."""
     return getattr(module, name, None)
@@ -204,7 +213,7 @@ def _mayo_kernel_targets():
     return _existing([
         Target("mayo-sign-attempt", "one whole signing attempt in compiled code: products, whipping, "
                "solution sampling (all inputs secret)", _k(mk, "sign_attempt"), attempt,
-               secret_args=("V", "r", "P1", "L", "t"), **algs),
+               secret_args=("V", "r", "P1", "L", "t"), declassified=(RANK_BIT,), **algs),
         Target("mayo-quadratic-pairs", "U[i, j] = v_i^T P1 v_j, P1 packed (V and P1 secret)",
                _k(mk, "quadratic_pairs"), pairs, secret_args=("X", "P"), **algs),
         Target("mayo-evaluate-public", "P*(s) of verification in compiled code: public data only (timing "
@@ -236,13 +245,14 @@ def _mayo_kernel_targets():
         Target("mayo-whip", "combining the k(k+1)/2 evaluations with powers of z (U, M, y, A secret)",
                _k(mk, "whip"), whip, secret_args=("U", "M", "y", "A"), **algs),
         Target("mayo-sample-solution", "solution sampling: echelon form and back substitution of "
-               "A x = y (A, y, r secret)", _k(mk, "sample_solution"), solve, secret_args=("A", "y", "r"), **algs),
+               "A x = y (A, y, r secret)", _k(mk, "sample_solution"), solve, secret_args=("A", "y", "r"),
+               declassified=(RANK_BIT,), **algs),
         Target("mayo-echelon-pivots", "echelon form: a system whose pivots all lie in the last m columns "
                "vs a random system", _k(mk, "sample_solution"), solve_late_pivots, secret_args=("A", "y", "r"),
-               classes=("late pivots", "random"), **algs),
+               classes=("late pivots", "random"), declassified=(RANK_BIT,), **algs),
         Target("mayo-echelon-rank", "echelon form: a rank-deficient system vs a random (full-rank) one; the "
                "rank bit itself is public", _k(mk, "sample_solution"), solve_rank, secret_args=("A", "y", "r"),
-               classes=("rank m-1", "random"), **algs),
+               classes=("rank m-1", "random"), declassified=(RANK_BIT,), **algs),
         Target("mayo-assemble-signature", "s_i = (v_i + O x_i, x_i) (V, O, x secret)",
                _k(mk, "assemble_signature"), assemble, secret_args=("V", "O", "x"), **algs),
     ])
@@ -285,7 +295,8 @@ def _mayo_gfni_targets():
 
     return _existing([
         Target("mayo-gfni-sign-attempt", "one whole signing attempt from P1 || L on the encoding (all "
-               "inputs secret)", _k(gn, "sign_attempt"), attempt, secret_args=("V", "r", "slots", "t"), **algs),
+               "inputs secret)", _k(gn, "sign_attempt"), attempt, secret_args=("V", "r", "slots", "t"),
+               declassified=(RANK_BIT,), **algs),
         Target("mayo-gfni-sign-products", "v_i^T L and v_i^T P1 v_j on the encoding (V, P1, L secret)",
                _k(gn, "sign_products"), products, secret_args=("V", "slots"), **algs),
         Target("gf16-gfni-scalar-matrices", "the GFNI bit matrices of a matrix of scalars, as of O in key "
@@ -403,9 +414,10 @@ def _mayo_operation_targets():
 
     return [
         Target("mayo-sign-key", "whole signing (compact key, expansion included): fixed vs random secret "
-               "key, same message, fresh salt randomness", mayo.sign, sign_key, secret_args=("sk",), **algs),
+               "key, same message, fresh salt randomness", mayo.sign, sign_key, secret_args=("sk",),
+               declassified=(RANK_BIT,), **algs),
         Target("mayo-sign-message", "whole signing: one secret key, fixed vs random message, fresh salt "
-               "randomness", mayo.sign, sign_message, secret_args=("sk",), **algs),
+               "randomness", mayo.sign, sign_message, secret_args=("sk",), declassified=(RANK_BIT,), **algs),
         Target("mayo-verify-key", f"whole verification (valid signatures): one fixed public key vs "
                f"{POOL_KEYS - 1} others; each class draws from {POOL_SIGS * (POOL_KEYS - 1)} messages "
                f"and signatures",
@@ -525,7 +537,8 @@ def _mceliece_targets():
         Target("mceliece-control-bits", "Benes control bits of the secret permutation", _k(benes, "control_bits"),
                permutation, secret_args=("pi",), **{**algs, "kind": "kernel"}),
         Target("mceliece-genpoly", "the Goppa polynomial as the minimal polynomial of a secret f",
-               _k(gf, "genpoly"), goppa, secret_args=("f",), **{**algs, "kind": "kernel"}),
+               _k(gf, "genpoly"), goppa, secret_args=("f",), declassified=(GENPOLY_REJECTION,),
+               **{**algs, "kind": "kernel"}),
         Target("mceliece-berlekamp-massey", "decapsulation's error locator from secret syndromes",
                _k(gf, "berlekamp_massey"), syndromes, secret_args=("s",), **{**algs, "kind": "kernel"}),
     ])
@@ -544,10 +557,10 @@ def _mceliece_targets():
     return encap_keygen + kernels + [
         Target("mceliece-decap-validity", "whole decapsulation under one key: a valid ciphertext with one "
                "syndrome bit flipped (implicit rejection) vs a valid ciphertext", mceliece.decapsulate,
-               validity, secret_args=("sk",), classes=("malformed", "valid"), **algs),
+               validity, secret_args=("sk",), classes=("malformed", "valid"), declassified=(KEY_FORMAT,), **algs),
         Target("mceliece-decap-key", f"whole decapsulation of valid ciphertexts: one fixed private key vs "
                f"{MCE_KEYS - 1} others; each class draws from {MCE_CTS * (MCE_KEYS - 1)} ciphertexts",
-               mceliece.decapsulate, key, secret_args=("sk",), **algs),
+               mceliece.decapsulate, key, secret_args=("sk",), declassified=(KEY_FORMAT,), **algs),
     ]
 
 

@@ -12,6 +12,7 @@ import numba as nb
 import numpy as np
 from numba import types
 
+from .._barrier import declassify
 from .._units import Unit, addresses
 from ..gf16.kernels import (bit_mask, bitslice_stream, gf16_inv, gf16_mul, mul_add_scalar,
                            mul_add_scalar_from, nonzero_bit, nonzero_mask, xor_block)
@@ -477,6 +478,7 @@ def _echelon_form(R, ko):
     W, m = R.shape
     limbs = W // 4
     e = np.zeros(m, np.int64)                       # each row's entry in the column
+    below = np.zeros(m, np.uint64)                  # rows below the pivot row (mask)
     sel = np.zeros(m, np.uint64)                    # the pivot's row (one-hot mask)
     at = np.zeros(m, np.uint64)                     # the pivot row (one-hot mask)
     put = np.zeros(m, np.uint64)                    # the pivot row, when the column has a pivot
@@ -499,13 +501,16 @@ def _echelon_form(R, ko):
         # unsigned row indices: numba then emits no negative-index wraparound, which would
         # keep LLVM from vectorising these loops over rows
         rows_u = range(np.uint64(first), np.uint64(m))
+        pr = np.uint64(pivot_row)
         for rr in rows_u:
+            # rows below the pivot row, as a stored mask: ANDed with e[rr] where it is computed,
+            # LLVM loads e[rr] only when rr > pr (a branch on the secret pivot row, seen by memcheck)
+            below[rr] = _ONES * _gt_bit(rr, pr)
             e[rr] = np.int64(((R[lo, rr] >> sh) & one) | (((R[limbs + lo, rr] >> sh) & one) << one)
                              | (((R[2 * limbs + lo, rr] >> sh) & one) << np.uint64(2))
                              | (((R[3 * limbs + lo, rr] >> sh) & one) << np.uint64(3)))
         # the pivot: the first row at or below the pivot row with a nonzero entry, found on
         # bit strings of the candidate rows (vectorised loops, no serial scan over rows)
-        pr = np.uint64(pivot_row)
         found = np.uint64(0)
         for q in range(row_limbs):
             base = np.uint64(64 * q)
@@ -523,7 +528,7 @@ def _echelon_form(R, ko):
                 sel[rr] = s
                 at[rr] = a
                 swap[rr] = s & ~a
-                fac = np.uint64(e[rr]) & (_ONES * _gt_bit(rr, pr)) & ~s
+                fac = np.uint64(e[rr]) & below[rr] & ~s
                 f[0, rr] = _ONES * (fac & one)
                 f[1, rr] = _ONES * ((fac >> one) & one)
                 f[2, rr] = _ONES * ((fac >> np.uint64(2)) & one)
@@ -626,7 +631,7 @@ def sample_solution_bitsliced(A, y, m, r, x):
                 for i in range(min(64, m - 64 * rb)):
                     R[p * limbs + cb, 64 * rb + i] = block[i]
 
-    full_rank = _echelon_form(R, ko) == m
+    full_rank = declassify(np.int64(_echelon_form(R, ko) == m)) != 0   # public: the signer retries
 
     # back substitution from the last row up; each row's pivot column is located as a one-hot
     # bit mask (lowest nonzero column), so it is never used as an index. The rows above take

@@ -11,30 +11,42 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._barrier import opaque
 from .._compile_cache import JIT_CACHE
 
 
 @njit(cache=JIT_CACHE, inline="always")
-def _exchange(a, i, l, desc):
-    # a[i], a[l] = sorted pair, reversed when desc = -1; min/max lower to selects, not branches
+def _ct_min(x, y, zero):
+    """min(x, y) (x, y may be secret) XORed with ``zero``, a 0 through the barrier: stored over
+    x, a bare minimum lets LLVM store only where y < x, a masked store or a branch decided by
+    the secret (memcheck found them); with ``zero`` it cannot tell which lanes keep their value."""
+    return min(x, y) ^ zero
+
+
+@njit(cache=JIT_CACHE, inline="always")
+def _exchange(a, i, l, desc, zero):
+    # a[i], a[l] = sorted pair, reversed when desc = -1; min/max lower to selects, not branches.
+    # desc ^ zero (see _ct_min): with desc known (0 after unswitching the loop on it) the
+    # stores would be masked ones again
     x = a[i]
     y = a[l]
     lo = min(x, y)
     hi = max(x, y)
-    d = (lo ^ hi) & desc
+    d = (lo ^ hi) & (desc ^ zero)
     a[i] = lo ^ d
     a[l] = hi ^ d
 
 
 @njit(cache=JIT_CACHE, inline="always")
-def _exchange_halves(lo_half, hi_half, desc):
+def _exchange_halves(lo_half, hi_half, desc, zero):
     # _exchange on every pair (lo_half[i], hi_half[i])
+    flip = desc ^ zero
     for i in range(lo_half.shape[0]):
         x = lo_half[i]
         y = hi_half[i]
         lo = min(x, y)
         hi = max(x, y)
-        d = (lo ^ hi) & desc
+        d = (lo ^ hi) & flip
         lo_half[i] = lo ^ d
         hi_half[i] = hi ^ d
 
@@ -44,10 +56,12 @@ def sort_network(a):
     """Sort an int64 array whose length is a power of two, in place (bitonic network).
 
     The compare-exchange pattern depends only on the length; each exchange is a masked select,
-    so the values (a secret permutation during key generation) steer no branch or index.
+    so the values (a secret permutation during key generation) steer no branch, index or
+    masked store.
     Distances 1, 2 and 4 get unrolled loops so that they vectorise like the long ones.
     """
     n = a.shape[0]
+    zero = opaque(np.int64(0))
     k = 2
     lk = 1                                   # k = 2^lk; blocks of k elements alternate direction
     while k <= n:
@@ -56,23 +70,23 @@ def sort_network(a):
             if j == 1:
                 for h in range(n >> 1):
                     i = 2 * h
-                    _exchange(a, i, i + 1, -((i >> lk) & 1))
+                    _exchange(a, i, i + 1, -((i >> lk) & 1), zero)
             elif j == 2:
                 for h in range(n >> 2):
                     i = 4 * h
                     desc = -((i >> lk) & 1)
-                    _exchange(a, i, i + 2, desc)
-                    _exchange(a, i + 1, i + 3, desc)
+                    _exchange(a, i, i + 2, desc, zero)
+                    _exchange(a, i + 1, i + 3, desc, zero)
             elif j == 4:
                 for h in range(n >> 3):
                     i = 8 * h
                     desc = -((i >> lk) & 1)
                     for o in range(4):
-                        _exchange(a, i + o, i + o + 4, desc)
+                        _exchange(a, i + o, i + o + 4, desc, zero)
             else:
                 for base in range(0, n, 2 * j):
                     # two disjoint views: the compiler then knows the halves do not overlap
-                    _exchange_halves(a[base:base + j], a[base + j:base + 2 * j], -((base >> lk) & 1))
+                    _exchange_halves(a[base:base + j], a[base + j:base + 2 * j], -((base >> lk) & 1), zero)
             j >>= 1
         k <<= 1
         lk += 1
@@ -92,6 +106,7 @@ def _layer_step(out, pos, step, pi, w, n, q):
     permutations for the inner network into q (q[:n/2] acts on even, q[n/2:] on odd positions).
     Values stay below 2^31 as in 32-bit arithmetic; masks emulate its truncating shifts.
     """
+    zero = opaque(np.int64(0))
     A = np.empty(n, dtype=np.int64)
     B = np.empty(n, dtype=np.int64)
     for x in range(n):
@@ -99,7 +114,7 @@ def _layer_step(out, pos, step, pi, w, n, q):
     sort_network(A)
     for x in range(n):
         px = A[x] & 0xFFFF
-        cx = min(px, x)
+        cx = _ct_min(px, x, zero)
         B[x] = (px << 16) | cx
     for x in range(n):
         A[x] = ((A[x] & 0xFFFF) << 16) | x
@@ -120,7 +135,7 @@ def _layer_step(out, pos, step, pi, w, n, q):
             for x in range(n):
                 ppcpx = A[x] & 0xFFFFF
                 ppcx = (A[x] & 0xFFC00) | (B[x] & 0x3FF)
-                B[x] = min(ppcx, ppcpx)
+                B[x] = _ct_min(ppcx, ppcpx, zero)
         for x in range(n):
             B[x] &= 0x3FF
     else:
@@ -141,7 +156,7 @@ def _layer_step(out, pos, step, pi, w, n, q):
             sort_network(A)
             for x in range(n):
                 cpx = (B[x] & ~0xFFFF) | (A[x] & 0xFFFF)
-                B[x] = min(B[x], cpx)
+                B[x] = _ct_min(B[x], cpx, zero)
         for x in range(n):
             B[x] &= 0xFFFF
     for x in range(n):

@@ -13,6 +13,7 @@ from .benes import apply_benes
 from .fft import fft_coefficients, fft_evaluate, fft_transposed
 from .gf import berlekamp_massey, gf_inv, gf_scale, secret_mask, vec_inv, vec_square
 from .matrix import load_le64
+from .._barrier import declassify
 from .._compile_cache import JIT_CACHE
 from .._units import Unit, addresses
 
@@ -172,7 +173,22 @@ def goppa_encoding_ok(sk, m, t):
     bad = 0
     for i in range(t):
         bad |= (np.int64(sk[40 + 2 * i]) | (np.int64(sk[41 + 2 * i]) << 8)) >> m
-    return 1 if bad == 0 else 0
+    return declassify(np.int64(bad == 0))      # public: whether the key is well-formed
+
+
+@njit(cache=JIT_CACHE)
+def pivot_field_ok(sk, semi_systematic):
+    """1 when the private key's 64-bit pivot field c (bytes 32 .. 39) is well-formed, else 0:
+    2^32 - 1 for the plain sets, 32 bits set for the 'f' sets. A check of the key's format,
+    compiled so that the field passes no Python integer code (its comparisons branch)."""
+    bits = 0
+    for i in range(64):
+        bits += (np.int64(sk[32 + (i >> 3)]) >> (i & 7)) & 1
+    low = 0
+    for i in range(4):
+        low |= np.int64(sk[32 + i]) << (8 * i)
+    ok = bits == 32 if semi_systematic else (bits == 32) & (low == 0xFFFFFFFF)
+    return declassify(np.int64(ok))
 
 
 @njit(cache=JIT_CACHE)

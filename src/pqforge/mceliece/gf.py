@@ -20,7 +20,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-from .._barrier import emit_opaque, opaque
+from .._barrier import declassify, emit_opaque, opaque
 from .._compile_cache import JIT_CACHE
 
 
@@ -73,12 +73,14 @@ def _nonzero_mask(x):
 def gf_reduce_all(x, m, fpoly):
     """Reduce every unreduced carry-less product in x (below 2^(2m-1)) modulo fpoly, in place.
 
-    Elementwise masked XORs, so the loops vectorise across x; values may be secret.
+    Elementwise masked XORs; values may be secret. The masks pass the barrier: LLVM otherwise
+    stores x[c] only when its bit is set (a branch or masked store on the secret, which
+    memcheck saw); the loops are short (2t - 1 products) and off the decapsulation hot path.
     """
     for i in range(2 * m - 2, m - 1, -1):
         red = fpoly << (i - m)
         for c in range(x.shape[0]):
-            x[c] ^= red & -((x[c] >> i) & 1)
+            x[c] ^= red & bit_mask(x[c], i)
 
 
 @njit(cache=JIT_CACHE)
@@ -145,7 +147,7 @@ def genpoly(f, m, fpoly, taps, const_z):
             mask = ~_nonzero_mask(A[j, j])
             for c in range(j, t + 1):
                 A[j, c] ^= A[k, c] & mask
-        if A[j, j] == 0:
+        if declassify(np.int64(A[j, j] == 0)):      # public: the candidate is dropped, keygen retries
             return 0, np.zeros(t, dtype=np.int64)
         row = gf_scale(A[j, j:], gf_inv(A[j, j], m, fpoly), m, fpoly)
         for c in range(j, t + 1):

@@ -23,7 +23,7 @@ from ..errors import InvalidInput, InvalidKey, require_bytes
 from ..symmetric import shake256
 from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
 from . import decode
-from .decode import decap_preimage_bytes, goppa_encoding_ok
+from .decode import decap_preimage_bytes, goppa_encoding_ok, pivot_field_ok
 from .fft import fft_constants, fft_size
 from .gf import field_poly, genpoly, vec_from_scalars, vec_mul, vec_square
 from .matrix import (encap_preimage, eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key,
@@ -60,7 +60,7 @@ DECODING = (decode.POWER_SUMS, decode.MONIC, decode.LOCATOR,
                                          *[_i64[3]] * 3, types.UniTuple(_int, len(decode.UNITS)))),
             decode.BENES, decode.INVERSE_SQUARE,
             Ahead(vec_square, (_i64[2], _i64[2], _int, _i64_ro)), Ahead(bitrev_planes, (_int,)),
-            Ahead(vec_mul, (_i64[2], _i64[2], _i64[2], _int, _i64_ro)))
+            Ahead(vec_mul, (_i64[2], _i64[2], _i64[2], _int, _i64_ro)), Ahead(pivot_field_ok, (_bytes, types.boolean)))
 """Decapsulation's kernels, the longest to compile first (``vec_mul`` serves the sets whose t is
 not a power of two)."""
 
@@ -219,8 +219,7 @@ def _private_key_bytes(p: Params, sk) -> bytes:
         sk = require_bytes(sk, f"{p.name} private key", p.private_key_size)
     except InvalidInput as exc:
         raise InvalidKey(str(exc)) from None
-    pivots = int.from_bytes(sk[32:40], "little")
-    if (pivots != _ALL_PIVOTS) if not p.semi_systematic else (bin(pivots).count("1") != 32):
+    if not pivot_field_ok(sk, p.semi_systematic):
         raise InvalidKey(f"{p.name} private key has an invalid pivot field")
     return sk
 
