@@ -104,19 +104,18 @@ def test_kat_command_matches_official_first_entry(tmp_path):
 
 def test_bench_json_runs(capsys):
     import json
-    from pqforge.gf16 import gfni
+    from pqforge.gf16 import sets
     assert main(["bench", "--alg", "MAYO-2", "--json", "--seconds", "0.01"]) == 0
     out = json.loads(capsys.readouterr().out)
     rows = out["results"]
     assert {r["op"] for r in rows} >= {"keygen", "sign", "verify"}
     assert all(r["median_us"] > 0 for r in rows)
-    assert out["machine"]["gf16_kernels"] == gfni.KERNELS       # which kernels ran is part of a result
+    assert out["machine"]["gf16_kernels"] == sets.NAME       # which kernels ran is part of a result
 
 
 def test_bench_says_which_kernels_ran(capsys, monkeypatch):
-    from pqforge.gf16 import gfni
-    monkeypatch.setattr(gfni, "ACTIVE", False)
-    monkeypatch.setattr(gfni, "KERNELS", "portable")
+    from tests.mayo.conftest import use_kernel_set
+    use_kernel_set(monkeypatch, "portable")
     assert main(["bench", "--alg", "MAYO-2", "--seconds", "0.01"]) == 0
     assert "GF(16) kernels portable" in capsys.readouterr().out
 

@@ -9,12 +9,12 @@ import contextlib
 
 from numba.core.registry import CPUDispatcher
 
-from pqforge.gf16 import gfni
+from pqforge.gf16 import gfni, shuffle
 from pqforge.gf16 import kernels as gf16_kernels
 from pqforge.mayo import gfni_kernels
 from pqforge.mayo import kernels as mayo_kernels
 
-MODULES = (gf16_kernels, mayo_kernels, gfni, gfni_kernels)
+MODULES = (gf16_kernels, mayo_kernels, gfni, shuffle, gfni_kernels)
 
 
 @contextlib.contextmanager

@@ -1,9 +1,19 @@
 import pytest
 
+from pqforge.gf16 import sets
+
+RUNNABLE = sets.runnable()
+"""The kernel sets this CPU runs, fastest first: tests that compare them take each."""
+
+
+def use_kernel_set(monkeypatch, name):
+    """This test runs MAYO with kernel set ``name`` (the override ``PQFORGE_KERNELS`` sets at import)."""
+    monkeypatch.setattr(sets, "NAME", sets.choose(name))
+    monkeypatch.setattr(sets, "ENCODED", name != "portable")
+    monkeypatch.setattr(sets, "FORMS", sets.forms_of(name))
+
 
 @pytest.fixture
 def portable_kernels(monkeypatch):
-    """The portable (bit-plane) GF(16) kernels, also on a CPU with GFNI."""
-    from pqforge.gf16 import gfni
-    monkeypatch.setattr(gfni, "ACTIVE", False)
-    monkeypatch.setattr(gfni, "KERNELS", "portable")
+    """The portable (bit-plane) GF(16) kernels, also on a CPU with a faster set."""
+    use_kernel_set(monkeypatch, "portable")

@@ -9,6 +9,7 @@ import pqforge
 from pqforge import mayo
 from pqforge.drbg import NistCtrDrbg
 from pqforge.errors import InvalidInput, InvalidKey, InvalidSignature, InvalidType, UnknownAlgorithm
+from .conftest import RUNNABLE, use_kernel_set
 
 ALGS = list(mayo.ALGORITHMS.values())
 
@@ -152,13 +153,12 @@ def test_bad_rng_and_names():
     assert issubclass(InvalidSignature, pqforge.PQForgeError)
 
 
-@pytest.mark.parametrize("kernels", ["portable", "chosen"])
-def test_a_key_in_steady_use_verifies_from_bit_planes_with_the_same_verdicts(keyed, kernels, request):
+@pytest.mark.parametrize("kernels", RUNNABLE)
+def test_a_key_in_steady_use_verifies_from_bit_planes_with_the_same_verdicts(keyed, kernels, monkeypatch):
     # portable kernels: the first verifications use the key's byte encoding, later ones its decoded
-    # bit planes; GFNI kernels: always the encoding
-    from pqforge.gf16 import gfni
-    if kernels == "portable":
-        request.getfixturevalue("portable_kernels")
+    # bit planes; the encoded sets (GFNI, AVX2): always the encoding
+    from pqforge.gf16 import sets
+    use_kernel_set(monkeypatch, kernels)
     alg, sk, _ = keyed
     pk = alg.public_key_from_bytes(sk.public_key().public_bytes_raw())
     msgs = [bytes([i]) * 5 for i in range(10)]
@@ -167,4 +167,4 @@ def test_a_key_in_steady_use_verifies_from_bit_planes_with_the_same_verdicts(key
         pk.verify(sig, msg)
         with pytest.raises(InvalidSignature):
             pk.verify(sig, msg + b"!")
-    assert pk.expanded().has_bitsliced is not gfni.ACTIVE
+    assert pk.expanded().has_bitsliced is not sets.ENCODED

@@ -13,6 +13,7 @@ from pqforge.engine import backends, pool
 from pqforge.mayo import batch, batch_cpu, batch_kernels
 
 from ..known_answers import MAYO_FILES as FILES, mayo_entries
+from .conftest import RUNNABLE, use_kernel_set
 
 ALGS = list(mayo.ALGORITHMS.values())
 
@@ -89,12 +90,11 @@ def test_sign_many_consumes_rng_like_a_loop_of_single_signs(keyed):
         pk.verify(s, m)
 
 
-@pytest.mark.parametrize("kernels", ["portable", "chosen"])
-def test_one_key_batches_equal_single_calls_on_both_kernel_sets(keyed, kernels, request):
-    """The one-key loops run the GFNI kernels on the key's encoding where the CPU has them; the
+@pytest.mark.parametrize("kernels", RUNNABLE)
+def test_one_key_batches_equal_single_calls_on_every_kernel_set(keyed, kernels, monkeypatch):
+    """The one-key loops run an encoded set (GFNI, AVX2) on the key's encoding where the CPU has it; the
     portable loops (bit planes, made from the encoding on demand) give the same results."""
-    if kernels == "portable":
-        request.getfixturevalue("portable_kernels")
+    use_kernel_set(monkeypatch, kernels)
     alg, sk, pk = keyed
     msgs = [bytes([i]) * 3 for i in range(12)]
     got = sk.sign_many(msgs, rng=NistCtrDrbg(bytes(48)), threads=2)
@@ -140,14 +140,13 @@ def test_distinct_keys_equal_loops_of_single_calls(keyed):
     assert swapped.tolist() == [False] * 5
 
 
-@pytest.mark.parametrize("kernels", ["portable", "chosen"])
+@pytest.mark.parametrize("kernels", RUNNABLE)
 @pytest.mark.parametrize("chunk_bytes", [1, 1 << 30], ids=["one key per chunk", "one chunk"])
-def test_fresh_key_chunks_give_the_single_verdicts(monkeypatch, chunk_bytes, kernels, request):
+def test_fresh_key_chunks_give_the_single_verdicts(monkeypatch, chunk_bytes, kernels):
     """Key byte strings shared by few elements are assembled one after another in one buffer per
     chunk (``_verify_fresh_keys``): every element gets its own key's verdict, however the keys
     fall into chunks, with either kernel set."""
-    if kernels == "portable":
-        request.getfixturevalue("portable_kernels")
+    use_kernel_set(monkeypatch, kernels)
     monkeypatch.setattr(batch_cpu, "FRESH_KEY_BYTES", chunk_bytes)
     alg = mayo.MAYO1
     keys = alg.generate_private_keys(5, rng=NistCtrDrbg(bytes(range(2, 50))))
@@ -164,15 +163,14 @@ def test_fresh_key_chunks_give_the_single_verdicts(monkeypatch, chunk_bytes, ker
     assert mayo.verify_many(alg, pks, msgs, sigs, threads=1).tolist() == want
 
 
-@pytest.mark.parametrize("kernels", ["portable", "chosen"])
+@pytest.mark.parametrize("kernels", RUNNABLE)
 @pytest.mark.parametrize("chunk_bytes", [1, 1 << 30], ids=["one key per chunk", "one chunk"])
-def test_fresh_secret_keys_give_the_single_signatures(monkeypatch, chunk_bytes, kernels, request):
+def test_fresh_secret_keys_give_the_single_signatures(monkeypatch, chunk_bytes, kernels):
     """Compact secret keys shared by few elements are expanded one after another into reused
     buffers (``_sign_fresh_keys``): the same signatures as single calls, however the keys fall
     into chunks, with either kernel set, and the same again when every first attempt is taken
     as rank-deficient (the retry path)."""
-    if kernels == "portable":
-        request.getfixturevalue("portable_kernels")
+    use_kernel_set(monkeypatch, kernels)
     monkeypatch.setattr(batch_cpu, "FRESH_KEY_BYTES", chunk_bytes)
     alg = mayo.MAYO1
     seeds = [k.private_bytes_raw() for k in alg.generate_private_keys(4, rng=NistCtrDrbg(bytes(range(3, 51))))]

@@ -1,5 +1,5 @@
-"""The GFNI kernels (products on the byte encoding) against a GF(16) reference, their Python
-twins, the official vectors on both kernel paths, and the choice of path."""
+"""The encoded kernels (products on the byte encoding, GFNI and AVX2 sets) against a GF(16)
+reference, their Python twins, the official vectors on every kernel set, and the choice of set."""
 
 import os
 import subprocess
@@ -9,17 +9,30 @@ import numpy as np
 import pytest
 
 from pqforge import kat
-from pqforge.gf16 import encode_nibbles, gfni
+from pqforge.gf16 import encode_nibbles, gfni, sets, shuffle
 from pqforge.mayo import ALGORITHMS
 from pqforge.mayo import gfni_kernels as gn
 
 from ..known_answers import MAYO_FILES, mayo_entries
 from ..twins import pure
+from .conftest import RUNNABLE, use_kernel_set
 from .test_kernels import MUL
 
 RNG = np.random.default_rng(16)
-HAS_GFNI = gfni.cpu_has_gfni()
-needs_gfni = pytest.mark.skipif(not HAS_GFNI, reason="this CPU has no GFNI: the compiled kernels cannot run")
+HAS_GFNI = "gfni" in sets.runnable()
+ENCODED = ("gfni", "avx2")
+"""The encoded sets: their Python twins run anywhere, their compiled kernels where the CPU runs them."""
+
+
+def runs_of(*kernels):
+    """(set, forms, kernels) for each encoded set: the Python twins always, the compiled kernels
+    where this CPU runs the set."""
+    out = []
+    for name in ENCODED:
+        out.append((name, sets.forms_of(name), [pure(k) for k in kernels]))
+        if name in sets.runnable():
+            out.append((name, sets.forms_of(name), list(kernels)))
+    return out
 
 
 def encode_slots(vectors, words):
@@ -65,6 +78,25 @@ def test_mul_add_slot_multiplies_every_byte_by_the_scalar():
             assert (dst.view(np.uint8) == expect).all(), c
 
 
+def test_shuffle_tables_multiply_every_byte_by_the_scalar():
+    import numba as nb
+
+    @nb.njit
+    def compiled(dst, src, forms, limbs):
+        gfni.dot_add_slot(dst, 0, src, 0, 0, forms, 0, 1, 1, limbs)
+
+    src = np.arange(256, dtype=np.uint8).view(np.uint64)         # 32 words: every byte value once
+    for c in range(16):
+        forms = shuffle.scalar_tables(np.array([[c]], np.uint8))
+        expect = MUL[c][np.arange(256) & 15] | (MUL[c][np.arange(256) >> 4] << 4)
+        assert (shuffle.multiply_bytes(src, forms[0]).view(np.uint8) == expect).all(), c
+        if "avx2" in sets.runnable():
+            for at in range(0, 32, 8):
+                dst = np.zeros(8, np.uint64)
+                compiled(dst, src[at:at + 8].copy(), forms, (0, 0))
+                assert (dst.view(np.uint8) == expect[8 * at:8 * at + 64]).all(), c
+
+
 def reference_products(v, o, m, P1, P2, O):
     """Q = P1 O + P2 and L = (P1 + P1^T) O + P2 for element arrays (P1 full (v, v, m), upper)."""
     Q = P2.copy()
@@ -103,50 +135,54 @@ def test_products_on_the_encoding_match_the_reference(m, v, o):
     expect_pk = np.concatenate([u[0::2] | (u[1::2] << 4) for u in upper])
     e1 = len(iu[0])
     oil = np.frombuffer(encode_nibbles(O.ravel()), np.uint8)        # O as key generation has it
-    runs = [(pure(gn.public_key_from_slots), pure(gn.expand_secret_slots))]
-    if HAS_GFNI:
-        runs.append((gn.public_key_from_slots, gn.expand_secret_slots))
-    for public_key, expand in runs:
+    for name, forms, (public_key, expand) in runs_of(gn.public_key_from_slots, gn.expand_secret_slots):
         pk = np.zeros(len(expect_pk), np.uint8)
-        public_key(slots.copy(), oil, v, o, (0,) * limbs, pk)
-        assert (pk == expect_pk).all()
+        public_key(slots.copy(), oil, v, o, (0,) * limbs, forms, pk)
+        assert (pk == expect_pk).all(), name
         expanded = slots.copy()
-        expand(expanded, O, (0,) * limbs)
+        expand(expanded, O, (0,) * limbs, forms)
         assert (decode_slots(expanded, W, m)[e1:].reshape(v, o, m) == L).all()
         assert (expanded[:e1 * W] == slots[:e1 * W]).all()          # P1 untouched
         assert not expanded.reshape(-1, W).view(np.uint8)[:, m // 2:].any()   # padding stays zero
 
 
 @pytest.mark.parametrize("name", MAYO_FILES)
-def test_portable_kernels_reproduce_the_official_vectors(name, portable_kernels):
-    """The full KAT test runs on the path this CPU chooses; this one forces the fallback."""
+@pytest.mark.parametrize("kernels", RUNNABLE)
+def test_every_kernel_set_reproduces_the_official_vectors(name, kernels, monkeypatch):
+    """The full KAT test runs on the set this CPU chooses; this one on each set it can run."""
+    use_kernel_set(monkeypatch, kernels)
     official = list(mayo_entries(name)[:10])
     assert list(kat.signature_kat_entries(ALGORITHMS[name], 10)) == official
 
 
-def _kernels_in_subprocess(value):
-    env = dict(os.environ, **({gfni.KERNELS_ENV: value} if value is not None else {}))
+def _set_in_subprocess(value, **env_extra):
+    env = dict(os.environ, **env_extra, **({sets.ENV: value} if value is not None else {}))
     if value is None:
-        env.pop(gfni.KERNELS_ENV, None)
-    return subprocess.run([sys.executable, "-c", "from pqforge.gf16 import gfni; print(gfni.KERNELS)"],
-                          env=env, capture_output=True, text=True, check=True)
+        env.pop(sets.ENV, None)
+    return subprocess.run([sys.executable, "-c", "from pqforge.gf16 import sets; print(sets.NAME)"],
+                          env=env, capture_output=True, text=True)
 
 
-def test_the_environment_forces_the_portable_kernels():
-    assert _kernels_in_subprocess("portable").stdout.strip() == "portable"
-    chosen = "gfni" if HAS_GFNI else "portable"
-    assert _kernels_in_subprocess(None).stdout.strip() == chosen
-    typo = _kernels_in_subprocess("portabel")
-    assert typo.stdout.strip() == chosen
-    assert "PQFORGE_KERNELS='portabel' is not 'auto' or 'portable'" in typo.stderr
+def test_the_environment_chooses_the_kernel_set():
+    assert _set_in_subprocess("portable").stdout.strip() == "portable"
+    assert _set_in_subprocess(None).stdout.strip() == sets.runnable()[0]
+    for name in sets.runnable():
+        assert _set_in_subprocess(name.upper()).stdout.strip() == name
+    typo = _set_in_subprocess("portabel")
+    assert typo.returncode != 0
+    assert "PQFORGE_KERNELS='portabel' names no kernel set; expected one of auto, gfni, avx2, portable" in typo.stderr
 
 
-def test_a_cpu_target_without_gfni_gets_the_portable_kernels():
-    env = dict(os.environ, NUMBA_CPU_NAME="generic")
-    env.pop(gfni.KERNELS_ENV, None)
-    out = subprocess.run([sys.executable, "-c", "from pqforge.gf16 import gfni; print(gfni.KERNELS)"],
-                         env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "portable"
+def test_a_set_the_cpu_cannot_run_is_a_clear_error():
+    haswell = dict(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="+64bit,+avx,+avx2,+sse4.2")
+    assert _set_in_subprocess(None, **haswell).stdout.strip() == "avx2"
+    refused = _set_in_subprocess("gfni", **haswell)
+    assert refused.returncode != 0
+    assert "PQFORGE_KERNELS=gfni: this CPU lacks avx, gfni; it runs avx2, portable" in refused.stderr
+
+
+def test_a_cpu_target_without_avx2_gets_the_portable_kernels():
+    assert _set_in_subprocess(None, NUMBA_CPU_NAME="generic").stdout.strip() == "portable"
 
 
 @pytest.mark.parametrize("m, v, o, k", [(64, 9, 5, 3), (78, 7, 4, 2)])
@@ -163,10 +199,9 @@ def test_signing_products_on_the_encoding_match_the_reference(m, v, o, k):
             for r in range(v):
                 for c in range(v):
                     U[i, j] ^= mul_vectors(MUL[V[i, r], V[j, c]], P1[r, c])
-    runs = [pure(gn.sign_products)] + ([gn.sign_products] if HAS_GFNI else [])
-    for products in runs:
+    for name, forms, (products,) in runs_of(gn.sign_products):
         Ms = np.zeros(k * o * W, np.uint64)
         Us = np.zeros(k * k * W, np.uint64)
-        products(V, slots, o, (0,) * limbs, Ms, Us)
+        products(V, slots, o, (0,) * limbs, forms, Ms, Us)
         assert (decode_slots(Ms, W, m).reshape(k, o, m) == M).all()
         assert (decode_slots(Us, W, m).reshape(k, k, m) == U).all()

@@ -33,12 +33,12 @@ def run(algs, min_seconds: float = 0.3, progress=None) -> list[dict]:
 
 
 def machine() -> dict:
-    """The machine, and which GF(16) product kernels ran on it ("gfni" or "portable")."""
+    """The machine, and which GF(16) kernel set ran on it ("gfni", "avx2" or "portable")."""
     import os
-    from ..gf16 import gfni
+    from ..gf16 import sets
     return {"date": date.today().isoformat(), "machine": platform.machine(),
             "processor": _cpu_name(), "cpus": os.cpu_count(), "python": platform.python_version(),
-            "gf16_kernels": gfni.KERNELS}
+            "gf16_kernels": sets.NAME}
 
 
 def _cpu_name() -> str:

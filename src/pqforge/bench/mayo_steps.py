@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from ..gf16 import decode_nibbles, gfni
+from ..gf16 import decode_nibbles, sets
 from ..gf16.kernels import bitslice_stream
 from ..mayo import gfni_kernels, kernels, scheme
 from ..mayo.params import MayoParams
@@ -78,18 +78,19 @@ def steps(p: MayoParams) -> dict:
         "verify (whole, expanded)": _cpu_us(lambda: scheme.verify(p, epk, b"m", sig)),
         "SHAKE256 (one call)": _cpu_us(lambda: shake256(vr, k * p.v_bytes + p.r_bytes)),
     }
-    if gfni.ACTIVE:
+    if sets.ENCODED:
         slots = scheme.public_slots(p, seed_pk)
-        limbs = p.zero_limbs
+        limbs, forms = p.zero_limbs, sets.FORMS
         pk_out = np.zeros(p.P3_bytes, np.uint8)
         out.update({
-            "GFNI: keygen products": _cpu_us(lambda: gfni_kernels.public_key_from_slots(
-                slots.copy(), np.frombuffer(o_bytes, np.uint8), v, o, limbs, pk_out)),
-            "GFNI: expansion products": _cpu_us(lambda: gfni_kernels.expand_secret_slots(slots.copy(), O, limbs)),
-            "GFNI: sign v^T L, v^T P1 v": _cpu_us(lambda: gfni_kernels.sign_products(
-                V, esk.slots, o, limbs, np.zeros(k * o * W, np.uint64), np.zeros(k * k * W, np.uint64))),
-            "GFNI: verify P*(s)": _cpu_us(lambda: gfni_kernels.evaluate_public(
-                s, epk.encoded, v, limbs, f_tail, np.zeros(m, np.uint8), kernels.verify_units())),
+            "encoded: keygen products": _cpu_us(lambda: gfni_kernels.public_key_from_slots(
+                slots.copy(), np.frombuffer(o_bytes, np.uint8), v, o, limbs, forms, pk_out)),
+            "encoded: expansion products": _cpu_us(lambda: gfni_kernels.expand_secret_slots(slots.copy(), O, limbs,
+                                                                                             forms)),
+            "encoded: sign v^T L, v^T P1 v": _cpu_us(lambda: gfni_kernels.sign_products(
+                V, esk.slots, o, limbs, forms, np.zeros(k * o * W, np.uint64), np.zeros(k * k * W, np.uint64))),
+            "encoded: verify P*(s)": _cpu_us(lambda: gfni_kernels.evaluate_public(
+                s, epk.encoded, v, limbs, forms, f_tail, np.zeros(m, np.uint8), kernels.verify_units())),
         })
     return out
 

@@ -142,6 +142,6 @@ def add_parser(sub) -> None:
     s.add_argument("--target", action="append", help="target (repeatable; default every target with secrets)")
     s.add_argument("--alg", help="algorithm (default: each target's first); without --target, only the "
                    "targets of that algorithm")
-    s.add_argument("--kernels", help="kernel set (PQFORGE_KERNELS; valgrind runs only those without "
-                   "GFNI or AVX-512 instructions)")
+    s.add_argument("--kernels", choices=("avx2", "portable"),
+                   help="kernel set of the whole operations (default avx2; valgrind cannot run the gfni set)")
     s.set_defaults(func=cmd_memcheck)

@@ -258,13 +258,11 @@ def _mayo_kernel_targets():
     ])
 
 
-# -- MAYO kernels on the byte encoding (GFNI) ---------------------------------------------------
+# -- MAYO kernels on the byte encoding (the GFNI and AVX2 kernel sets) ---------------------------
 
-def _mayo_gfni_targets():
-    """Only on CPUs with GFNI (the compiled kernels exist nowhere else)."""
-    from ..gf16 import gfni
-    if not gfni.cpu_has_gfni():
-        return []
+def _mayo_encoded_targets():
+    """For each encoded kernel set this CPU runs (their compiled kernels exist nowhere else)."""
+    from ..gf16 import gfni, sets, shuffle
     from ..mayo import gfni_kernels as gn
     from ..mayo.kernels import units
     algs = dict(algs=MAYO_ALGS, params_for=_mayo_params)
@@ -278,36 +276,44 @@ def _mayo_gfni_targets():
     def scalars(p, rng, fixed):            # the oil matrix's elements, as in key generation
         return (_el(rng, p.v, p.o),)
 
-    def public_key(p, rng, fixed):         # O given by its encoding, as key generation has it
-        return (slots(p, rng), rng.integers(0, 256, p.O_bytes, dtype=np.uint8), p.v, p.o, (0,) * p.limbs,
-                np.zeros(p.P3_bytes, np.uint8))
+    found = []
+    for name in (n for n in sets.runnable() if sets.forms_of(n) is not None):
+        forms = sets.forms_of(name)
 
-    def expand_secret(p, rng, fixed):
-        return (slots(p, rng), _el(rng, p.v, p.o), (0,) * p.limbs)
+        def public_key(p, rng, fixed, forms=forms):     # O given by its encoding, as key generation has it
+            return (slots(p, rng), rng.integers(0, 256, p.O_bytes, dtype=np.uint8), p.v, p.o, (0,) * p.limbs, forms,
+                    np.zeros(p.P3_bytes, np.uint8))
 
-    def products(p, rng, fixed):           # signing's products: V, P1 and L secret
-        return (_el(rng, p.k, p.v), slots(p, rng), p.o, (0,) * p.limbs,
-                np.zeros(p.k * p.o * p.words, np.uint64), np.zeros(p.k * p.k * p.words, np.uint64))
+        def expand_secret(p, rng, fixed, forms=forms):
+            return (slots(p, rng), _el(rng, p.v, p.o), (0,) * p.limbs, forms)
 
-    def attempt(p, rng, fixed):            # one signing attempt: everything secret
-        return (_el(rng, p.k, p.v), _el(rng, p.k * p.o), slots(p, rng), p.o, _el(rng, p.m),
-                np.array(p.f_tail, np.int64), (0,) * p.limbs, np.zeros(p.k * p.o, np.uint8), units())
+        def products(p, rng, fixed, forms=forms):       # signing's products: V, P1 and L secret
+            return (_el(rng, p.k, p.v), slots(p, rng), p.o, (0,) * p.limbs, forms,
+                    np.zeros(p.k * p.o * p.words, np.uint64), np.zeros(p.k * p.k * p.words, np.uint64))
 
-    return _existing([
-        Target("mayo-gfni-sign-attempt", "one whole signing attempt from P1 || L on the encoding (all "
-               "inputs secret)", _k(gn, "sign_attempt"), attempt, secret_args=("V", "r", "slots", "t"),
-               declassified=(RANK_BIT,), **algs),
-        Target("mayo-gfni-sign-products", "v_i^T L and v_i^T P1 v_j on the encoding (V, P1, L secret)",
-               _k(gn, "sign_products"), products, secret_args=("V", "slots"), **algs),
-        Target("gf16-gfni-scalar-matrices", "the GFNI bit matrices of a matrix of scalars, as of O in key "
-               "generation (B secret; an array call, so numba's conversion of a Python int stays out of the "
-               "timing)", _k(gfni, "scalar_matrices"), scalars, secret_args=("B",), **algs),
-        Target("mayo-gfni-public-key", "key generation after hashing on the encoding: P1 O + P2, "
-               "O^T (P1 O + P2), Encode(Upper(.)) (O secret)", _k(gn, "public_key_from_slots"), public_key,
-               secret_args=("oil",), **algs),
-        Target("mayo-gfni-expand-secret", "expanding the secret key on the encoding: L = (P1 + P1^T) O + P2 "
-               "(O secret)", _k(gn, "expand_secret_slots"), expand_secret, secret_args=("O",), **algs),
-    ])
+        def attempt(p, rng, fixed, forms=forms):        # one signing attempt: everything secret
+            return (_el(rng, p.k, p.v), _el(rng, p.k * p.o), slots(p, rng), p.o, _el(rng, p.m),
+                    np.array(p.f_tail, np.int64), (0,) * p.limbs, forms, np.zeros(p.k * p.o, np.uint8), units())
+
+        form_of = {"gfni": ("scalar-matrices", "the GFNI bit matrices", gfni.scalar_matrices),
+                   "avx2": ("scalar-tables", "the shuffle tables", shuffle.scalar_tables)}[name]
+        found += [
+            Target(f"mayo-{name}-sign-attempt", f"one whole signing attempt from P1 || L on the encoding, {name} set "
+                   "(all inputs secret)", _k(gn, "sign_attempt"), attempt, secret_args=("V", "r", "slots", "t"),
+                   declassified=(RANK_BIT,), **algs),
+            Target(f"mayo-{name}-sign-products", f"v_i^T L and v_i^T P1 v_j on the encoding, {name} set (V, P1, L "
+                   "secret)", _k(gn, "sign_products"), products, secret_args=("V", "slots"), **algs),
+            Target(f"gf16-{name}-{form_of[0]}", f"{form_of[1]} of a matrix of scalars, as of O in key generation (B "
+                   "secret; an array call, so numba's conversion of a Python int stays out of the timing)",
+                   form_of[2], scalars, secret_args=("B",), **algs),
+            Target(f"mayo-{name}-public-key", f"key generation after hashing on the encoding, {name} set: P1 O + "
+                   "P2, O^T (P1 O + P2), Encode(Upper(.)) (O secret)", _k(gn, "public_key_from_slots"), public_key,
+                   secret_args=("oil",), **algs),
+            Target(f"mayo-{name}-expand-secret", f"expanding the secret key on the encoding, {name} set: L = "
+                   "(P1 + P1^T) O + P2 (O secret)", _k(gn, "expand_secret_slots"), expand_secret,
+                   secret_args=("O",), **algs),
+        ]
+    return _existing(found)
 
 
 # -- hashing inside the batch loops -------------------------------------------------------------
@@ -567,7 +573,7 @@ def _mceliece_targets():
 def builtin_targets() -> list[Target]:
     """Every target of the scheme packages that exist."""
     found = []
-    groups = (("pqforge.mayo", lambda: _gf16_targets() + _mayo_kernel_targets() + _mayo_gfni_targets()
+    groups = (("pqforge.mayo", lambda: _gf16_targets() + _mayo_kernel_targets() + _mayo_encoded_targets()
                      + _batch_hash_targets() + _mayo_operation_targets()),
               ("pqforge.mceliece", _mceliece_targets))
     for package, make in groups:

@@ -56,6 +56,12 @@ def _codes(code: types.CodeType) -> list[types.CodeType]:
     return out
 
 
+def _package_function(obj) -> bool:
+    """A plain function of this package (one with an ``@overload`` for compiled callers, say):
+    its twin is itself with its callees' twins, so that compiled kernels it calls run as Python."""
+    return isinstance(obj, types.FunctionType) and (obj.__module__ or "").startswith("pqforge.")
+
+
 class TwinBuilder:
     """Plain-Python versions of compiled kernels whose calls to other compiled kernels also run
     as Python, so that the tracer sees them. ``wrap_globals`` (used for the index trace) maps each
@@ -85,7 +91,7 @@ class TwinBuilder:
             if name not in g:
                 continue
             value = g[name]
-            if _is_compiled(value) or getattr(value, "unit", None) is not None:
+            if _is_compiled(value) or getattr(value, "unit", None) is not None or _package_function(value):
                 g[name] = self.twin(value)
             elif self.wrap_globals is not None:
                 g[name] = self.wrap_globals(name, value)

@@ -12,15 +12,13 @@ looked up in memory, and the instruction's timing does not depend on its operand
 and memory positions come from public sizes only. So both the scalars and the vectors may be
 secret.
 
-``ACTIVE`` says whether these kernels are used: the CPU that numba compiles for must have GFNI
-and AVX, and ``PQFORGE_KERNELS=portable`` in the environment turns them off, so that the portable
-bit-plane kernels run (how the fallback is tested on CPUs that have GFNI).
+Whether these kernels run is decided in ``gf16.sets`` (the CPU must have GFNI and AVX). The
+shared entry points (``dot_add_slot``, ``dot_add_column_slot``, ``scalar_forms``) also serve
+the AVX2 set: given shuffle tables as the scalars' forms, they emit ``gf16.shuffle``'s code.
 """
 
 from __future__ import annotations
 
-import os
-import warnings
 
 import numba as nb
 import numpy as np
@@ -29,38 +27,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from .._compile_cache import JIT_CACHE
-
-KERNELS_ENV = "PQFORGE_KERNELS"
-"""Environment variable: "portable" forces the portable kernels; unset or "auto" chooses by CPU."""
-
-
-def cpu_has_gfni() -> bool:
-    """Whether the CPU numba compiles for has GFNI and AVX (``NUMBA_CPU_NAME`` /
-    ``NUMBA_CPU_FEATURES`` when set, else the host)."""
-    config = nb.config
-    if config.CPU_FEATURES is not None:
-        features = {f[1:] for f in config.CPU_FEATURES.split(",") if f.startswith("+")}
-    elif config.CPU_NAME is not None and config.CPU_NAME != "host":
-        return False        # a named target without a feature list: assume the baseline
-    else:
-        import llvmlite.binding as llvm
-        features = {name for name, on in llvm.get_host_cpu_features().items() if on}
-    return {"gfni", "avx"} <= features
-
-
-def _choose() -> str:
-    wanted = os.environ.get(KERNELS_ENV, "auto").strip().lower()
-    if wanted not in ("auto", "portable"):
-        warnings.warn(f"pqforge: {KERNELS_ENV}={wanted!r} is not 'auto' or 'portable'; choosing by CPU",
-                      RuntimeWarning, stacklevel=2)
-        wanted = "auto"
-    return "gfni" if wanted == "auto" and cpu_has_gfni() else "portable"
-
-
-KERNELS = _choose()
-"""The GF(16) product kernels in use: "gfni" or "portable" (printed by ``pqforge bench``)."""
-ACTIVE = KERNELS == "gfni"
-
+from .shuffle import dot_add_tables, scalar_tables
 
 def _arrays_ok(*arrays) -> bool:
     return all(isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"
@@ -181,6 +148,10 @@ def mul_add_slot(dst, d, src, s, matrix, limbs):
     operations (output bit i of each byte: the parity of the byte ANDed with matrix row i)."""
     n = 4 * len(limbs)
     x = src[s:s + n] if src.dtype == np.uint64 else src[s:s + 8 * n].view(np.uint64)
+    if np.ndim(matrix):                 # a scalar's shuffle tables (``gf16.shuffle``)
+        from .shuffle import multiply_bytes
+        dst[d:d + n] ^= multiply_bytes(np.ascontiguousarray(x), matrix)
+        return
     y = np.zeros(n, np.uint64)
     for i in range(8):
         t = x & (((np.uint64(matrix) >> np.uint64(8 * (7 - i))) & np.uint64(0xFF)) * _BYTES)
@@ -265,6 +236,11 @@ def _dot_add_slot_compiled(dst, d, src, s, step, matrices, t, tstep, count, limb
     if not isinstance(limbs, types.UniTuple):
         return None
 
+    if _tables(matrices):
+        def impl(dst, d, src, s, step, matrices, t, tstep, count, limbs):
+            dot_add_tables(dst, d, src, s, step, 0, matrices, t, tstep, count, limbs)
+        return impl
+
     def impl(dst, d, src, s, step, matrices, t, tstep, count, limbs):
         _dot_add(dst, d, src, s, step, 0, matrices, t, tstep, count, limbs)
     return impl
@@ -275,6 +251,31 @@ def _dot_add_column_slot_compiled(dst, d, src, s, step, shrink, matrices, t, tst
     if not isinstance(limbs, types.UniTuple):
         return None
 
+    if _tables(matrices):
+        def impl(dst, d, src, s, step, shrink, matrices, t, tstep, count, limbs):
+            dot_add_tables(dst, d, src, s, step, shrink, matrices, t, tstep, count, limbs)
+        return impl
+
     def impl(dst, d, src, s, step, shrink, matrices, t, tstep, count, limbs):
         _dot_add(dst, d, src, s, step, shrink, matrices, t, tstep, count, limbs)
     return impl
+
+
+def _tables(forms) -> bool:
+    """Whether the scalars' forms are shuffle tables (2-D, a row each), not GFNI bit matrices."""
+    return isinstance(forms, types.Array) and forms.ndim == 2
+
+
+def scalar_forms(B, like):
+    """The forms of every element of the 2-D array B in the kernel set that ``like`` (an empty
+    array of forms: ``gf16.sets.FORMS``) stands for: GFNI bit matrices (1-D, ``scalar_matrices``)
+    or shuffle tables (2-D, ``shuffle.scalar_tables``). Compiled, the choice is made by type.
+    B may be secret."""
+    return scalar_tables(B) if np.ndim(like) == 2 else scalar_matrices(B)
+
+
+@overload(scalar_forms, inline="always")
+def _scalar_forms_compiled(B, like):
+    if _tables(like):
+        return lambda B, like: scalar_tables(B)
+    return lambda B, like: scalar_matrices(B)

@@ -3,8 +3,8 @@
 Per chunk, the hashing and byte handling run in Python (``batch_data``), then one compiled loop
 (``batch_kernels``) runs the whole chunk without the GIL. Each distinct key is expanded once per
 call and shared by its elements; keys that only a few elements share are expanded inside the
-compiled loops, one after another into reused buffers. On a CPU with GFNI every loop runs the
-GFNI kernels on the keys' encodings (``gf16.gfni``, the ``*_encoded`` loops).
+compiled loops, one after another into reused buffers. With an encoded kernel set (GFNI or AVX2,
+``gf16.sets``) every loop runs on the keys' encodings (the ``*_encoded`` loops).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from ..engine import pool
 from ..engine.backends import SignatureBackend
-from ..gf16 import gfni
+from ..gf16 import sets
 from ..symmetric import aes128_ctr_into
 from . import api, batch_data, batch_kernels, kernels, scheme
 from .params import MayoParams
@@ -40,8 +40,8 @@ def _expanded_public(p, key) -> scheme.ExpandedPublicKey:
 
 def verification_form(epk: scheme.ExpandedPublicKey, count: int) -> tuple:
     """What the compiled loop reads for ``count`` verifications: (the encoding P1 || P2 || P3,
-    None) for the GFNI kernels, else ``ExpandedPublicKey.for_verification``'s (matrix, encoded)."""
-    return (epk.encoded, None) if gfni.ACTIVE else epk.for_verification(count)
+    None) for the encoded kernel sets (GFNI, AVX2), else ``ExpandedPublicKey.for_verification``'s (matrix, encoded)."""
+    return (epk.encoded, None) if sets.ENCODED else epk.for_verification(count)
 
 
 def _verify_indices(p: MayoParams, key, messages, sigs, out, idx):
@@ -58,7 +58,7 @@ def verify_loop(p: MayoParams, key, data, offsets, rows, res) -> None:
     messages data[offsets[b]:offsets[b+1]], the key in its ``verification_form``."""
     f_tail = p.f_tail_array
     if key[1] is None:
-        batch_kernels.verify_chunk_encoded(key[0], p.v, p.zero_limbs, data, offsets, rows, f_tail,
+        batch_kernels.verify_chunk_encoded(key[0], p.v, p.zero_limbs, sets.FORMS, data, offsets, rows, f_tail,
                                            p.k, p.n, p.m, p.digest_bytes, res, kernels.verify_units())
     else:
         batch_kernels.verify_chunk(key[0], key[1], data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res,
@@ -67,10 +67,10 @@ def verify_loop(p: MayoParams, key, data, offsets, rows, res) -> None:
 
 def sign_loop(p: MayoParams, esk: scheme.ExpandedSecretKey, V, R, T, S, ok) -> None:
     """The compiled loop of a one-key chunk: one signing attempt per element (``sign_chunk``), on
-    the key's encoding with the GFNI kernels where they run."""
+    the key's encoding with an encoded kernel set where it runs."""
     f_tail = p.f_tail_array
-    if gfni.ACTIVE and esk.slots is not None:
-        batch_kernels.sign_chunk_encoded(esk.O, esk.slots, V, R, T, f_tail, p.n, p.zero_limbs, S, ok,
+    if sets.ENCODED and esk.slots is not None:
+        batch_kernels.sign_chunk_encoded(esk.O, esk.slots, V, R, T, f_tail, p.n, p.zero_limbs, sets.FORMS, S, ok,
                                          kernels.units())
     else:
         batch_kernels.sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok, kernels.units())
@@ -109,11 +109,11 @@ def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
             first.append(len(idx))
         data, offsets, rows = batch_data.verification_arrays(p, messages, sigs, idx)
         res = np.zeros(len(idx), np.bool_)
-        if gfni.ACTIVE:      # each key's P1 || P2 || P3 and spare bytes as one row, read in place
+        if sets.ENCODED:     # each key's P1 || P2 || P3 and spare bytes as one row, read in place
             epks = np.zeros((len(part), p.epk_bytes + scheme.spare_bytes(p)), np.uint8)
             epks[:, :p12] = flat[:len(part) * p12].reshape(len(part), p12)
             epks[:, p12:p.epk_bytes] = P3
-            batch_kernels.verify_fresh_keys_encoded(epks, p.v, p.zero_limbs, np.array(first, np.int64), data,
+            batch_kernels.verify_fresh_keys_encoded(epks, p.v, p.zero_limbs, sets.FORMS, np.array(first, np.int64), data,
                                                     offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res,
                                                     kernels.verify_units())
         else:
@@ -167,10 +167,10 @@ def _sign_fresh_keys(p: MayoParams, groups, messages, randomness, out, threads):
                                                    seeds, first)
         S = np.zeros((len(idx), p.k * p.n), np.uint8)
         ok = np.zeros(len(idx), np.bool_)
-        if gfni.ACTIVE:
+        if sets.ENCODED:
             _, slots, _, O = batch_data.seed_slots(p, seeds)
             batch_kernels.sign_fresh_keys_encoded(slots, O, np.array(first, np.int64), V, R, T, f_tail, p.n,
-                                                  p.zero_limbs, S, ok, kernels.units())
+                                                  p.zero_limbs, sets.FORMS, S, ok, kernels.units())
         else:
             _, streams, O = batch_data.seed_streams(p, seeds)
             batch_kernels.sign_fresh_keys(streams, O, np.array(first, np.int64), V, R, T, f_tail, p.n, p.m, S, ok,
@@ -235,9 +235,9 @@ class CpuBackend(SignatureBackend):
 
         def work(lo, hi):
             encoded = np.empty((hi - lo, p.P3_bytes), np.uint8)
-            if gfni.ACTIVE:
+            if sets.ENCODED:
                 seed_pks, slots, oils, _ = batch_data.seed_slots(p, seeds[lo:hi])
-                batch_kernels.public_keys_chunk_encoded(slots, oils, p.v, p.o, p.zero_limbs, encoded)
+                batch_kernels.public_keys_chunk_encoded(slots, oils, p.v, p.o, p.zero_limbs, sets.FORMS, encoded)
             else:
                 seed_pks, streams, O = batch_data.seed_streams(p, seeds[lo:hi])
                 batch_kernels.public_keys_chunk(streams, O, p.m, encoded)

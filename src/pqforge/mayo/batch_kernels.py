@@ -1,8 +1,8 @@
 """Compiled loops of the CPU batch backend: a whole chunk of a batch per call, without the GIL.
 
 Each loop runs its chunk through the per-instance cores of ``kernels.py`` (``evaluate_public``,
-``sign_attempt``, the key expansions), or, on a CPU with GFNI, of ``gfni_kernels.py`` (the
-``*_encoded`` loops); the threads of the engine's pool call them on separate cores. The elements
+``sign_attempt``, the key expansions), or, with an encoded kernel set (GFNI or AVX2: the
+``like`` argument, ``gf16.sets.FORMS``), of ``gfni_kernels.py`` (the ``*_encoded`` loops); the threads of the engine's pool call them on separate cores. The elements
 are hashed in compiled code too (``pqforge.shake``; ``signing_hashes``, ``_element_inputs``), so
 a thread holds the GIL only to hand over a chunk's bytes and collect its results
 (``batch_data``). The loops that sign or verify take ``units`` (``kernels.units()``,
@@ -132,7 +132,7 @@ def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes,
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def verify_chunk_encoded(epk, v, limbs, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out, units):
+def verify_chunk_encoded(epk, v, limbs, like, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out, units):
     """``verify_chunk`` from the expanded public key's encoding P1 || P2 || P3 (``epk``, with its
     spare bytes) by the GFNI kernels (``gfni_kernels.evaluate_public``).
 
@@ -141,7 +141,7 @@ def verify_chunk_encoded(epk, v, limbs, data, offsets, sigs, f_tail, k, n, m, di
     hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
     for b in range(sigs.shape[0]):
         _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-        gfni_kernels.evaluate_public(s, epk, v, limbs, f_tail, y, units)
+        gfni_kernels.evaluate_public(s, epk, v, limbs, like, f_tail, y, units)
         out[b] = _equal(y, t)
 
 
@@ -166,7 +166,7 @@ def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def verify_fresh_keys_encoded(epks, v, limbs, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out,
+def verify_fresh_keys_encoded(epks, v, limbs, like, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out,
                               units):
     """``verify_fresh_keys`` by the GFNI kernels: key q's expanded public key is the row epks[q]
     (P1 || P2 || P3 and spare bytes, as ``ExpandedPublicKey.encoded``), read in place.
@@ -177,7 +177,7 @@ def verify_fresh_keys_encoded(epks, v, limbs, first, data, offsets, sigs, f_tail
     for q in range(epks.shape[0]):
         for b in range(first[q], first[q + 1]):
             _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-            gfni_kernels.evaluate_public(s, epks[q], v, limbs, f_tail, y, units)
+            gfni_kernels.evaluate_public(s, epks[q], v, limbs, like, f_tail, y, units)
             out[b] = _equal(y, t)
 
 
@@ -199,14 +199,14 @@ def sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok, units):
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def sign_chunk_encoded(O, slots, V, R, T, f_tail, n, limbs, S, ok, units):
+def sign_chunk_encoded(O, slots, V, R, T, f_tail, n, limbs, like, S, ok, units):
     """``sign_chunk`` with P1 || L in their encoding (``ExpandedSecretKey.slots``) by the GFNI
     kernels (``gfni_kernels.sign_attempt``). Secret: as there. Runs without the GIL."""
     B, k, v = V.shape
     o = O.shape[1]
     x = np.zeros(k * o, np.uint8)
     for b in range(B):
-        ok[b] = gfni_kernels.sign_attempt(V[b], R[b], slots, o, T[b], f_tail, limbs, x, units)
+        ok[b] = gfni_kernels.sign_attempt(V[b], R[b], slots, o, T[b], f_tail, limbs, like, x, units)
         kernels.assemble_signature(V[b], O, x, n, S[b])
 
 
@@ -232,7 +232,7 @@ def sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok, units):
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, limbs, S, ok, units):
+def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, limbs, like, S, ok, units):
     """``sign_fresh_keys`` by the GFNI kernels: key q's P1 || P2 in its slots, the row slots[q]
     (``scheme.public_slots``), expanded in place into P1 || L (``gfni_kernels.expand_secret_slots``),
     then one signing attempt for each of its elements (``sign_chunk_encoded``).
@@ -241,19 +241,19 @@ def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, limbs, S, ok, u
     public. Runs without the GIL.
     """
     for q in range(slots.shape[0]):
-        gfni_kernels.expand_secret_slots(slots[q], O[q], limbs)
+        gfni_kernels.expand_secret_slots(slots[q], O[q], limbs, like)
         a, b = first[q], first[q + 1]
-        sign_chunk_encoded(O[q], slots[q], V[a:b], R[a:b], T[a:b], f_tail, n, limbs, S[a:b], ok[a:b], units)
+        sign_chunk_encoded(O[q], slots[q], V[a:b], R[a:b], T[a:b], f_tail, n, limbs, like, S[a:b], ok[a:b], units)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def public_keys_chunk_encoded(slots, oils, v, o, limbs, out):
+def public_keys_chunk_encoded(slots, oils, v, o, limbs, like, out):
     """out[q] = the encoded P3 of key q from its P1 || P2 in slots (the row slots[q]) and its oil
     matrix's encoding oils[q] (``gfni_kernels.public_key_from_slots``). Secret: the oil matrices
     and all derived from them. Runs without the GIL.
     """
     for q in range(slots.shape[0]):
-        gfni_kernels.public_key_from_slots(slots[q], oils[q], v, o, limbs, out[q])
+        gfni_kernels.public_key_from_slots(slots[q], oils[q], v, o, limbs, like, out[q])
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)

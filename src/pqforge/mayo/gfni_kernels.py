@@ -1,7 +1,7 @@
-"""MAYO's GF(16) products on m-vectors in their byte encoding, with GFNI.
+"""MAYO's GF(16) products on m-vectors in their byte encoding, for the GFNI and AVX2 kernel sets.
 
 Used for key generation, secret-key expansion, signing's products and verification's quadratic
-form when ``gf16.gfni.ACTIVE``: the keystream of P1 || P2 is already the encoding, so the
+form when ``gf16.sets.ENCODED``: the keystream of P1 || P2 is already the encoding, so the
 products with O run on it as it comes, the expanded secret key keeps P1 || L in it, the expanded
 public key is the specification's byte string, and only the small products of an attempt or a
 verification go to bit planes (for the whipping and the linear solve).
@@ -10,18 +10,21 @@ Layout: a flat uint64 array of slots, one m-vector's m/2 bytes at the start of e
 W = 4 * len(limbs) words and zero after them: first the v(v+1)/2 entries of the packed upper
 triangle P1 (row by row, j >= i), then the v x o entries of P2 (or L), row by row. Every sum is
 a dot product of scalars and m-vectors (``gfni.dot_add_slot``: the accumulator stays in
-registers), except the transposed term of the expansion, which adds entry by entry.
+registers). Each kernel takes ``like`` (``gf16.sets.FORMS``), an empty array of scalar forms
+whose type selects the products: GFNI bit matrices or AVX2 shuffle tables (``gf16.shuffle``);
+numba compiles and caches each set's code apart.
 
 Secret: the oil matrix O, the vinegar vectors, P1, L and every product. Each secret scalar becomes
-its bit matrix by arithmetic (``gfni.scalar_matrix``), the affine instruction's timing does not
-depend on its operands, and loops and memory positions follow the public sizes only.
+its form by arithmetic (``gfni.scalar_matrix``, ``shuffle.scalar_table``), neither the affine
+instruction's nor the shuffle's timing depends on its operands, and loops and memory positions
+follow the public sizes only.
 """
 
 import numba as nb
 import numpy as np
 
 from .._compile_cache import JIT_CACHE
-from ..gf16.gfni import dot_add_column_slot, dot_add_slot, scalar_matrices, scalar_matrix
+from ..gf16.gfni import dot_add_column_slot, dot_add_slot, scalar_forms
 from .kernels import (decode_nibbles_into, equals_nibbles, slots_to_bitsliced, unbitslice_into,
                       whip_and_solve, whip_unit)
 
@@ -30,8 +33,8 @@ _JIT = dict(cache=JIT_CACHE, nogil=True)
 
 @nb.njit(**_JIT)
 def _add_p1_times_oil(slots, mats, o, limbs, symmetric):
-    """Q ^= P1 O, where Q is the v x o block after P1 (P2 on entry) and ``mats`` the bit matrices
-    of O (flat, v*o); with ``symmetric`` (public), Q ^= (P1 + P1^T) O instead, whose diagonal is
+    """Q ^= P1 O, where Q is the v x o block after P1 (P2 on entry) and ``mats`` the forms of O
+    (v*o, as ``scalar_forms``); with ``symmetric`` (public), Q ^= (P1 + P1^T) O instead, whose diagonal is
     zero: row r takes sum_{j > r} P1[r, j] O[j, c] as a dot product along P1's packed row, and
     the transpose's sum_{j < r} P1[j, r] O[j, c] as one down P1's column r."""
     v = mats.shape[0] // o
@@ -50,25 +53,25 @@ def _add_p1_times_oil(slots, mats, o, limbs, symmetric):
 
 
 @nb.njit(**_JIT)
-def oil_matrices(oil, v, o):
-    """The bit matrices of the oil matrix O (v x o, flat, as ``scalar_matrices``) straight from
-    its encoding ``oil`` (uint8, two elements a byte, low nibble first). Secret: oil; shifts at
-    public positions only."""
-    mats = np.empty(v * o, np.uint64)
+def oil_forms(oil, v, o, like):
+    """The forms of the oil matrix O (v x o, as ``scalar_forms``) from its encoding ``oil``
+    (uint8, two elements a byte, low nibble first). Secret: oil; shifts at public positions only."""
+    O = np.empty((v, o), np.uint8)
+    flat = O.reshape(v * o)
     for e in range(v * o):
-        mats[e] = scalar_matrix((oil[e >> 1] >> (4 * (e & 1))) & 15)
-    return mats
+        flat[e] = (oil[e >> 1] >> (4 * (e & 1))) & 15
+    return scalar_forms(O, like)
 
 
 @nb.njit(**_JIT)
-def public_key_from_slots(slots, oil, v, o, limbs, out):
+def public_key_from_slots(slots, oil, v, o, limbs, like, out):
     """out = Encode(Upper(O^T (P1 O + P2))), the public part of key generation after hashing,
     from P1 || P2 in ``slots`` (which end up holding P1 || P1 O + P2) and the oil matrix O (v, o)
     in its encoding ``oil``. out: the (o(o+1)/2) m/2 bytes of P3's upper triangle, row by row.
     Secret: O and the products."""
     W = 4 * len(limbs)
     mb = out.shape[0] // (o * (o + 1) // 2)
-    mats = oil_matrices(oil, v, o)
+    mats = oil_forms(oil, v, o, like)
     _add_p1_times_oil(slots, mats, o, limbs, False)           # Q = P1 O + P2
     q0 = v * (v + 1) // 2 * W
     P3 = np.zeros(o * o * W, np.uint64)                       # P3[i, c] = sum_r O[r, i] Q[r, c]
@@ -90,21 +93,21 @@ def public_key_from_slots(slots, oil, v, o, limbs, out):
 
 
 @nb.njit(**_JIT)
-def expand_secret_slots(slots, O, limbs):
+def expand_secret_slots(slots, O, limbs, like):
     """L = (P1 + P1^T) O + P2 in place of P2 in ``slots`` (P1 stays), for the oil matrix O (v, o).
     Secret: O and L."""
-    _add_p1_times_oil(slots, scalar_matrices(O), O.shape[1], limbs, True)
+    _add_p1_times_oil(slots, scalar_forms(O, like), O.shape[1], limbs, True)
 
 
 @nb.njit(**_JIT)
-def quadratic_pairs(X, P, limbs, U):
+def quadratic_pairs(X, P, limbs, like, U):
     """U[i, j] ^= x_i^T P x_j (k*k slots, flat) for the rows x_i of X (k, size) and the packed
     upper-triangular P (flat slots; its first size(size+1)/2 entries): first
     PX[j, r] = sum_{c >= r} P[r, c] x_j[c] along each packed row (k*size slots), then
     U[i, j] = sum_r x_i[r] PX[j, r]. Secret in signing: X and P (the vinegar vectors, P1)."""
     k, size = X.shape
     W = 4 * len(limbs)
-    mats = scalar_matrices(X)
+    mats = scalar_forms(X, like)
     PX = np.zeros(k * size * W, np.uint64)
     e = 0
     for r in range(size):
@@ -117,22 +120,22 @@ def quadratic_pairs(X, P, limbs, U):
 
 
 @nb.njit(**_JIT)
-def sign_products(V, slots, o, limbs, M, U):
+def sign_products(V, slots, o, limbs, like, M, U):
     """The products of one signing attempt on the encoding: M[i, c] = v_i^T L[:, c] (k*o slots)
     and U[i, j] = v_i^T P1 v_j (k*k slots), accumulated into M and U (flat, zeroed), for the
     vinegar vectors V (k, v) and P1 || L in ``slots``. Secret: V, P1, L and the products."""
     k, v = V.shape
     W = 4 * len(limbs)
-    mats = scalar_matrices(V)
+    mats = scalar_forms(V, like)
     l0 = v * (v + 1) // 2 * W
     for i in range(k):                                         # M = V L, column by column of L
         for c in range(o):
             dot_add_slot(M, (i * o + c) * W, slots, l0 + c * W, o * W, mats, i * v, 1, v, limbs)
-    quadratic_pairs(V, slots, limbs, U)
+    quadratic_pairs(V, slots, limbs, like, U)
 
 
 @nb.njit(**_JIT)
-def sign_attempt(V, r, slots, o, t, f_tail, limbs, x, units):
+def sign_attempt(V, r, slots, o, t, f_tail, limbs, like, x, units):
     """``kernels.sign_attempt`` with P1 || L in their encoding: the products here, then M and U
     to bit planes for ``kernels.whip_and_solve``. Writes x and returns the (public) rank bit.
     ``units``: ``kernels.units()``. Secret: all inputs and x."""
@@ -140,7 +143,7 @@ def sign_attempt(V, r, slots, o, t, f_tail, limbs, x, units):
     W = 4 * len(limbs)
     Ms = np.zeros((k * o, W), np.uint64)
     Us = np.zeros((k * k, W), np.uint64)
-    sign_products(V, slots, o, limbs, Ms.reshape(k * o * W), Us.reshape(k * k * W))
+    sign_products(V, slots, o, limbs, like, Ms.reshape(k * o * W), Us.reshape(k * k * W))
     M = np.empty((k, o, W), np.uint64)
     U = np.empty((k, k, W), np.uint64)
     slots_to_bitsliced(Ms, M.reshape(k * o, W))
@@ -149,7 +152,7 @@ def sign_attempt(V, r, slots, o, t, f_tail, limbs, x, units):
 
 
 @nb.njit(**_JIT)
-def evaluate_public(S, epk, v, limbs, f_tail, y, units):
+def evaluate_public(S, epk, v, limbs, like, f_tail, y, units):
     """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S, read
     straight from the specification's expanded public key P1 || P2 || P3 (``epk``, uint8, m/2
     bytes an m-vector, at least 8W spare bytes after it); y (m elements) is overwritten.
@@ -163,7 +166,7 @@ def evaluate_public(S, epk, v, limbs, f_tail, y, units):
     m = y.shape[0]
     mb = (m + 1) // 2
     W = 4 * len(limbs)
-    mats = scalar_matrices(S)
+    mats = scalar_forms(S, like)
     PX = np.zeros(k * n * W, np.uint64)                        # PX[j, r] = sum_{c >= r} P[r, c] s_j[c]
     p1 = 0
     p2 = v * (v + 1) // 2 * mb
@@ -193,12 +196,12 @@ def evaluate_public(S, epk, v, limbs, f_tail, y, units):
 
 
 @nb.njit(**_JIT)
-def verify(sig, t, epk, k, n, v, limbs, f_tail, units):
+def verify(sig, t, epk, k, n, v, limbs, like, f_tail, units):
     """Whether P*(s) = t for the signature's s (its first k n elements) and the nibble string
     ``t`` (m/2 bytes): the byte boundary of one verification and ``evaluate_public``, in one
     compiled call. Public data only."""
     S = np.empty((k, n), np.uint8)
     decode_nibbles_into(sig, S)
     y = np.zeros(2 * len(t), np.uint8)
-    evaluate_public(S, epk, v, limbs, f_tail, y, units)
+    evaluate_public(S, epk, v, limbs, like, f_tail, y, units)
     return equals_nibbles(y, t)

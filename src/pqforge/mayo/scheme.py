@@ -3,10 +3,10 @@
 The steps follow the specification's algorithms line by line; matrix products and the linear
 solve run in compiled kernels (``kernels.py``). Byte strings are decoded once into the internal
 form (bitsliced m-vectors, GF(16) element arrays) and encoded once on the way out; the expanded
-public key keeps its encoding (see ``ExpandedPublicKey``). On CPUs with GFNI (``gf16.gfni``) the
-products of key generation, expansion, signing and verification run on the encoding itself
-(``gfni_kernels.py``): the keys are never decoded, only each signing attempt's small products
-go to bit planes for the whipping and the solver.
+public key keeps its encoding (see ``ExpandedPublicKey``). With an encoded kernel set (GFNI or
+AVX2 byte shuffles, ``gf16.sets``) the products of key generation, expansion, signing and
+verification run on the encoding itself (``gfni_kernels.py``): the keys are never decoded, only
+each signing attempt's small products go to bit planes for the whipping and the solver.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from numba import types
 from .._compile_cache import Operation, compiling
 from .._units import Ahead, obtain, prefetch
 from ..errors import InvalidKey
-from ..gf16 import decode_nibbles, encode_nibbles, gfni, unbitslice
+from ..gf16 import decode_nibbles, encode_nibbles, sets, unbitslice
 from ..gf16.kernels import bitslice_nibble_rows, stream_words
 from ..symmetric import aes128_ctr, aes128_ctr_into, aes128_ctr_scratch, shake256
 from . import gfni_kernels, kernels
@@ -33,6 +33,7 @@ NO_FULL_RANK = ("the secret key is malformed: signing found no full-rank system 
 COMPILE_SECONDS = {
     "portable": {"keygen": 9, "secret-key expansion": 2, "sign": 10, "verify": 8, "verify (bit planes)": 8},
     "gfni": {"keygen": 3, "secret-key expansion": 1, "sign": 12, "verify": 5, "verify (bit planes)": 5},
+    "avx2": {"keygen": 3, "secret-key expansion": 1, "sign": 12, "verify": 5, "verify (bit planes)": 5},
 }
 """Rough first-compile time of each path with each kernel set on a 2-core x86-64 machine, for the
 notice (a helper process compiles signing's and verification's kernels from the first notice on)."""
@@ -47,15 +48,18 @@ _int, _tail = types.int64, types.Array(types.int64, 1, "C")
 _bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
 _addresses = types.UniTuple(types.int64, 2)
 _LIMBS = (1, 2, 3)
+_FORMS = {"gfni": _u64[1], "avx2": _u64[2]}      # the type of ``sets.FORMS``
 SIGN_ATTEMPT = {
-    "gfni": tuple(Ahead(gfni_kernels.sign_attempt, (_u8[2], _u8[1], _u64[1], _int, _u8[1], _tail,
-                                                    types.UniTuple(_int, limbs), _u8[1], _addresses)) for limbs in _LIMBS),
+    **{name: tuple(Ahead(gfni_kernels.sign_attempt, (_u8[2], _u8[1], _u64[1], _int, _u8[1], _tail,
+                                                     types.UniTuple(_int, limbs), forms, _u8[1], _addresses))
+                   for limbs in _LIMBS) for name, forms in _FORMS.items()},
     "portable": (Ahead(kernels.sign_attempt, (_u8[2], _u8[1], _u64[2], _u64[3], _u8[1], _tail, _u8[1], _addresses)),) * 3,
 }
 ASSEMBLE = Ahead(kernels.assemble_signature, (_u8[2], _u8[2], _u8[1], _int, _u8[1]))
 VERIFY = {
-    "gfni": tuple(Ahead(gfni_kernels.verify, (_bytes, _bytes, _u8[1], _int, _int, _int, types.UniTuple(_int, limbs),
-                                              _tail, _addresses)) for limbs in _LIMBS),
+    **{name: tuple(Ahead(gfni_kernels.verify, (_bytes, _bytes, _u8[1], _int, _int, _int, types.UniTuple(_int, limbs),
+                                               forms, _tail, _addresses)) for limbs in _LIMBS)
+       for name, forms in _FORMS.items()},
     "portable": tuple(Ahead(kernels.verify_sized, (_bytes, _bytes, _u64[2], _int, _int, types.UniTuple(_int, limbs),
                                                    types.UniTuple(_int, 1), _tail, _addresses)) for limbs in _LIMBS),
 }
@@ -65,11 +69,11 @@ verifications with one key, with its own notice)."""
 
 def _signing(p: MayoParams) -> tuple:
     """Signing's kernels for p, the largest first (the solver, the whip: ``kernels.units()``)."""
-    return kernels.SOLVE, kernels.WHIP, SIGN_ATTEMPT[gfni.KERNELS][p.limbs - 1], ASSEMBLE
+    return kernels.SOLVE, kernels.WHIP, SIGN_ATTEMPT[sets.NAME][p.limbs - 1], ASSEMBLE
 
 
 def _verifying(p: MayoParams) -> tuple:
-    return kernels.WHIP, VERIFY[gfni.KERNELS][p.limbs - 1]
+    return kernels.WHIP, VERIFY[sets.NAME][p.limbs - 1]
 
 
 def _prepare(path: str) -> Callable[[MayoParams], None]:
@@ -92,10 +96,11 @@ def _prepare(path: str) -> Callable[[MayoParams], None]:
 def _compiling(path: str) -> Callable[[Operation], Operation]:
     """The first-compile notice for ``path``: its kernels serve every parameter set, except
     verification's, which are compiled per vector size (``kernels.evaluate_public_sized``), and
-    all GFNI kernels, also compiled per size."""
-    sized = path.startswith("verify") or (gfni.ACTIVE and path in ("keygen", "secret-key expansion", "sign"))
-    return compiling(path, COMPILE_SECONDS[gfni.KERNELS][path],
-                     lambda p: f"mayo {path} {gfni.KERNELS}" + (f" {p.limbs} limbs" if sized else ""),
+    all encoded kernels, also compiled per size."""
+    def marker(p: MayoParams) -> str:
+        sized = path.startswith("verify") or (sets.ENCODED and path in ("keygen", "secret-key expansion", "sign"))
+        return f"mayo {path} {sets.NAME}" + (f" {p.limbs} limbs" if sized else "")
+    return compiling(path, COMPILE_SECONDS[sets.NAME][path], marker,
                      prefetch=_prepare(path))
 
 
@@ -232,9 +237,9 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     seed_pk, o_bytes = _seed_expansion(params, seed_sk)
     encoded = np.empty(params.P3_bytes, np.uint8)
-    if gfni.ACTIVE:                  # O's elements straight from its encoding, inside the kernel
+    if sets.ENCODED:                 # O's elements straight from its encoding, inside the kernel
         gfni_kernels.public_key_from_slots(public_slots(params, seed_pk), np.frombuffer(o_bytes, np.uint8),
-                                           params.v, params.o, params.zero_limbs, encoded)
+                                           params.v, params.o, params.zero_limbs, sets.FORMS, encoded)
     else:
         kernels.public_key_from_stream(public_stream(params, seed_pk), decode_oil(params, o_bytes), params.m, encoded)
     return seed_pk + encoded.tobytes()
@@ -272,9 +277,9 @@ def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     seed_pk, o_bytes = _seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
     v, o = params.v, params.o
-    if gfni.ACTIVE:                  # L = (P1 + P1^T) O + P2 on the encoding, kept there
+    if sets.ENCODED:                 # L = (P1 + P1^T) O + P2 on the encoding, kept there
         slots = public_slots(params, seed_pk)
-        gfni_kernels.expand_secret_slots(slots, O, params.zero_limbs)
+        gfni_kernels.expand_secret_slots(slots, O, params.zero_limbs, sets.FORMS)
         return ExpandedSecretKey(csk, O, slots=slots)
     P1L = np.empty((v * (v + 1) // 2 + v * o, params.words), np.uint64)
     kernels.expand_secret_from_stream(public_stream(params, seed_pk), O, params.m, P1L)
@@ -294,7 +299,7 @@ def decode_esk(params: MayoParams, esk: bytes) -> ExpandedSecretKey:
     b = a + params.O_bytes
     count = params.v * (params.v + 1) // 2 + params.v * params.o      # P1 || L, consecutive m-vectors
     O = decode_oil(params, esk[a:b])
-    if gfni.ACTIVE:
+    if sets.ENCODED:
         slots = np.zeros((count, params.words), np.uint64)
         slots.view(np.uint8)[:, :params.m_bytes] = np.frombuffer(esk, np.uint8, offset=b).reshape(count, -1)
         return ExpandedSecretKey(esk[:a], O, slots=slots.reshape(-1))
@@ -365,8 +370,9 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
         r = nibbles[2 * k * vb:2 * k * vb + k * o]                # r = Decode_vec(ko, V[k vb : ...])
         # M_i = v_i^T L, U[i, j] = v_i^T P1 v_j, A and y = t - sum z^ell u whipped, A x = y solved
         V = np.ascontiguousarray(V)
-        if gfni.ACTIVE and esk.slots is not None:
-            full_rank = gfni_kernels.sign_attempt(V, r, esk.slots, o, t, f_tail, params.zero_limbs, x, units)
+        if sets.ENCODED and esk.slots is not None:
+            full_rank = gfni_kernels.sign_attempt(V, r, esk.slots, o, t, f_tail, params.zero_limbs, sets.FORMS, x,
+                                                  units)
         else:
             full_rank = kernels.sign_attempt(V, r, esk.P1, esk.L, t, f_tail, x, units)
         if full_rank:
@@ -382,18 +388,18 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
     """True when P*(s) = t (the specification's MAYO.Verify). ``sig`` must have sig_bytes bytes."""
     salt = sig[params.sig_bytes - params.salt_bytes:]
     t = shake256(shake256(msg, params.digest_bytes) + salt, params.m_bytes)     # t, encoded
-    if gfni.ACTIVE:
-        return _verify_gfni(params, sig, t, epk.encoded)
+    if sets.ENCODED:
+        return _verify_on_encoding(params, sig, t, epk.encoded)
     P, encoded = epk.for_verification()
     return (_verify_encoded if encoded else _verify_bitsliced)(params, sig, t, P)
 
 
 # P*(s) = t, from the signature's and t's bytes in one compiled call each, compiled for the
-# parameter set's vector size and the key's form only (on the GFNI path always from the encoding)
+# parameter set's vector size and the key's form only (with an encoded set always from the encoding)
 
 @_compiling("verify")
-def _verify_gfni(params: MayoParams, sig, t, epk) -> bool:
-    return bool(gfni_kernels.verify(sig, t, epk, params.k, params.n, params.v, params.zero_limbs,
+def _verify_on_encoding(params: MayoParams, sig, t, epk) -> bool:
+    return bool(gfni_kernels.verify(sig, t, epk, params.k, params.n, params.v, params.zero_limbs, sets.FORMS,
                                     params.f_tail_array, kernels.verify_units()))
 
 

@@ -1,0 +1,85 @@
+"""The kernel set: which GF(16) products MAYO runs, chosen once, here.
+
+- ``gfni``: products on the specification's nibble encoding with the GFNI affine instruction
+  (``gf16.gfni``), on x86-64 CPUs with GFNI and AVX (Intel Ice Lake and later, AMD Zen 4 and later);
+- ``avx2``: products on the same encoding with AVX2 byte shuffles (``gf16.shuffle``), on every
+  x86-64 CPU with AVX2;
+- ``portable``: bit-plane kernels (``gf16.kernels``), on any CPU.
+
+The two encoded sets share every MAYO kernel (``mayo.gfni_kernels``): they differ only in a
+scalar's *form* (a bit matrix or a pair of shuffle tables), and a kernel learns which from the
+type of the forms array it is given (``FORMS``), so numba compiles and caches each set's code
+apart. Callers ask ``ENCODED`` and pass ``FORMS``; nothing else asks which set runs.
+
+The choice is the first of gfni, avx2, portable that the CPU numba compiles for can run
+(``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` when set, else the host), or ``PQFORGE_KERNELS``
+(gfni, avx2, portable or auto). Asking for a set this CPU cannot run, or for an unknown one, is
+an error naming what is available.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numba as nb
+import numpy as np
+
+from ..errors import InvalidInput
+
+ENV = "PQFORGE_KERNELS"
+NAMES = ("gfni", "avx2", "portable")
+"""Fastest first."""
+
+_NEEDS = {"gfni": {"gfni", "avx"}, "avx2": {"avx2"}, "portable": set()}
+
+
+class KernelSetUnavailable(InvalidInput):
+    """``PQFORGE_KERNELS`` names a set this CPU cannot run, or no set at all."""
+
+
+def cpu_features() -> set[str]:
+    """The features of the CPU numba compiles for (its configured target, else the host)."""
+    config = nb.config
+    if config.CPU_FEATURES is not None:
+        return {f[1:] for f in config.CPU_FEATURES.split(",") if f.startswith("+")}
+    if config.CPU_NAME is not None and config.CPU_NAME != "host":
+        return set()        # a named target without a feature list: assume the baseline
+    import llvmlite.binding as llvm
+    if not llvm.get_process_triple().startswith("x86_64"):
+        return set()        # the encoded sets are x86 instructions
+    return {name for name, on in llvm.get_host_cpu_features().items() if on}
+
+
+def runnable() -> tuple[str, ...]:
+    """The sets this CPU can run, fastest first."""
+    features = cpu_features()
+    return tuple(name for name in NAMES if _NEEDS[name] <= features)
+
+
+def choose(wanted: str | None = None) -> str:
+    """The set for ``wanted`` (a name, "auto" or None: the fastest this CPU runs)."""
+    wanted = (wanted or "auto").strip().lower()
+    can = runnable()
+    if wanted == "auto":
+        return can[0]
+    if wanted not in NAMES:
+        raise KernelSetUnavailable(f"{ENV}={wanted!r} names no kernel set; expected one of auto, "
+                                   f"{', '.join(NAMES)} (this CPU runs {', '.join(can)})")
+    if wanted not in can:
+        raise KernelSetUnavailable(f"{ENV}={wanted}: this CPU lacks {', '.join(sorted(_NEEDS[wanted]))}; "
+                                   f"it runs {', '.join(can)}")
+    return wanted
+
+
+def forms_of(name: str) -> np.ndarray | None:
+    """An empty array of the scalar forms of set ``name`` (None for the portable set)."""
+    return {"gfni": np.zeros(0, np.uint64), "avx2": np.zeros((0, 4), np.uint64)}.get(name)
+
+
+NAME = choose(os.environ.get(ENV))
+"""The set in use (printed by ``pqforge bench``)."""
+ENCODED = NAME != "portable"
+"""Whether MAYO keys stay in their byte encoding (the gfni and avx2 sets)."""
+FORMS = forms_of(NAME)
+"""What the encoded kernels take as their ``like`` argument: the type says which products run."""
+
