@@ -1,11 +1,12 @@
 """One error model: the same mistake raises the same class in the key objects, the functional
 layer and the batch calls of both schemes."""
 
+import cryptography.exceptions
 import pytest
 
 import pqforge.mceliece as mc
 from pqforge import mayo
-from pqforge.errors import InvalidInput, InvalidKey, InvalidType, UnknownAlgorithm
+from pqforge.errors import InvalidInput, InvalidKey, InvalidSignature, InvalidType, PQForgeError, UnknownAlgorithm
 
 SHORT = b"\0" * 5
 
@@ -66,6 +67,19 @@ def test_verify_returns_false_for_any_malformed_signature_of_the_right_type():
         assert mayo.verify(mayo.MAYO2, pk, b"m", bad) is False
     assert mayo.verify(mayo.MAYO2, pk, b"m", sig) is True
     assert mayo.verify_many(mayo.MAYO2, [pk, pk], [b"m", b"m"], [sig, sig[:-1]], backend="cpu").tolist() == [True, False]
+
+
+def test_a_failed_verification_is_also_pyca_s_invalid_signature():
+    # code written for pyca's keys catches ours unchanged; ours stays a PQForgeError
+    assert issubclass(InvalidSignature, cryptography.exceptions.InvalidSignature)
+    assert issubclass(InvalidSignature, PQForgeError)
+    sk = mayo.MAYO2.generate_private_key()
+    sig = sk.sign(b"m")
+    for data, signature in ((b"other", sig), (b"m", sig[:-1])):
+        with pytest.raises(cryptography.exceptions.InvalidSignature) as caught:
+            sk.public_key().verify(signature, data)
+        assert isinstance(caught.value, InvalidSignature)
+    assert sk.public_key().verify(sig, b"m") is None
 
 
 def test_a_short_ciphertext_is_invalid_input_in_both_layers():

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Union
 
 import numpy as np
+from cryptography import exceptions as _pyca
 
 BytesLike = Union[bytes, bytearray, memoryview]
 """What pqforge accepts where it takes bytes."""
@@ -19,8 +20,11 @@ class PQForgeError(Exception):
     """Base class of all pqforge errors."""
 
 
-class InvalidSignature(PQForgeError):
-    """A signature did not verify (wrong key, wrong message or malformed signature)."""
+class InvalidSignature(PQForgeError, _pyca.InvalidSignature):
+    """A signature did not verify (wrong key, wrong message or malformed signature).
+
+    Also pyca's ``cryptography.exceptions.InvalidSignature``, so that code written for pyca's
+    keys catches it unchanged."""
 
 
 class InvalidKey(PQForgeError, ValueError):
