@@ -3,12 +3,12 @@
 Kernel targets call one compiled kernel on buffers prepared at the parameter set's real sizes;
 their secret arguments are those the kernel's docstring names (``pqforge.gf16.kernels``,
 ``pqforge.mayo.kernels``), and the trace check covers all of them. Operation targets time a whole
-call of the functional API. Targets appear only for the scheme packages that exist.
+call of the functional API. The encoded MAYO kernel sets' targets exist only on a CPU that runs
+those sets (``_mayo_encoded_targets``); every other target always exists.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 
 import numpy as np
@@ -54,12 +54,9 @@ KEY_FORMAT = ("pivot_field_ok and goppa_encoding_ok: whether the private key's p
 
 
 def _k(module, name):
-    """A kernel of ``module``, or None while that module has no such kernel (it is changing)."""
-    return getattr(module, name, None)
-
-
-def _existing(targets):
-    return [t for t in targets if t.func is not None]
+    """The kernel ``name`` of ``module``; a missing one stays as its dotted name, so that
+    ``builtin_targets`` can name every target whose kernel is gone."""
+    return getattr(module, name, f"{module.__name__}.{name}")
 
 
 # -- GF(16) kernels -----------------------------------------------------------------------------
@@ -95,7 +92,7 @@ def _gf16_targets():
         words.view(np.uint8)[:total] = rng.integers(0, 256, total, dtype=np.uint8)
         return (words, 2 * p.m_bytes, np.empty((p.o, p.words), np.uint64))
 
-    return _existing([
+    return [
         Target("gf16-mul", "GF(16) product of two scalars (both secret)", _k(gk, "gf16_mul"), scalar_pair,
                secret_args=("a", "b"), **algs),
         Target("gf16-inv", "GF(16) inverse a^14 (a secret)", _k(gk, "gf16_inv"), scalar, secret_args=("a",),
@@ -114,7 +111,7 @@ def _gf16_targets():
                "first limb)", _k(gk, "mul_add_scalar_from"), mul_add_from, secret_args=("acc", "a", "s"), **algs),
         Target("gf16-bitslice-stream", "nibble-packed vectors to bitsliced words, as in decoding secret "
                "matrices (words secret)", _k(gk, "bitslice_stream"), stream, secret_args=("words",), **algs),
-    ])
+    ]
 
 
 # -- MAYO kernels -------------------------------------------------------------------------------
@@ -210,7 +207,7 @@ def _mayo_kernel_targets():
         P.view(np.uint8)[:, :p.m_bytes] = entries[:, 0::2] | (entries[:, 1::2] << 4)
         return (_el(rng, p.k, p.n), P, True, np.array(p.f_tail, np.int64), np.zeros(p.m, np.uint8), mk.verify_units())
 
-    return _existing([
+    return [
         Target("mayo-sign-attempt", "one whole signing attempt in compiled code: products, whipping, "
                "solution sampling (all inputs secret)", _k(mk, "sign_attempt"), attempt,
                secret_args=("V", "r", "P1", "L", "t"), declassified=(RANK_BIT,), **algs),
@@ -255,7 +252,7 @@ def _mayo_kernel_targets():
                classes=("rank m-1", "random"), declassified=(RANK_BIT,), **algs),
         Target("mayo-assemble-signature", "s_i = (v_i + O x_i, x_i) (V, O, x secret)",
                _k(mk, "assemble_signature"), assemble, secret_args=("V", "O", "x"), **algs),
-    ])
+    ]
 
 
 # -- MAYO kernels on the byte encoding (the GFNI and AVX2 kernel sets) ---------------------------
@@ -313,7 +310,7 @@ def _mayo_encoded_targets():
                    "(P1 + P1^T) O + P2 (O secret)", _k(gn, "expand_secret_slots"), expand_secret,
                    secret_args=("O",), **algs),
         ]
-    return _existing(found)
+    return found
 
 
 # -- hashing inside the batch loops -------------------------------------------------------------
@@ -337,13 +334,13 @@ def _batch_hash_targets():
                 p.digest_bytes, np.zeros((count, p.salt_bytes), np.uint8), np.zeros((count, p.m), np.uint8),
                 np.zeros((count, p.k, p.v), np.uint8), np.zeros((count, p.k * p.o), np.uint8))
 
-    return _existing([
+    return [
         Target("shake256", "compiled SHAKE256 of a secret 200-byte input, squeezed over two blocks",
                _k(shake, "shake256_into"), shake256, secret_args=("src",), **algs),
         Target("mayo-signing-hashes", "the hashes of batch signing in compiled code: salt, t, vinegar and r "
                "from the message, the salt randomness and the secret seed (seeds and rand secret)",
                _k(bk, "signing_hashes"), hashes, secret_args=("rand", "seeds"), **algs),
-    ])
+    ]
 
 
 # -- MAYO operations ----------------------------------------------------------------------------
@@ -533,7 +530,7 @@ def _mceliece_targets():
         return (rng.integers(0, p.q, 2 * p.t, dtype=np.int64), p.t, p.m, ms.field_poly(p))
 
     from ..mceliece import benes, decode, gf, matrix
-    encap_keygen = _existing([
+    return [
         Target("mceliece-weight-vector", "the error vector from its t secret positions",
                _k(matrix, "weight_vector"), weight, secret_args=("ind",), **{**algs, "kind": "kernel"}),
         Target("mceliece-syndrome", "encapsulation's syndrome H e (e secret, public key fixed)",
@@ -547,20 +544,14 @@ def _mceliece_targets():
                **{**algs, "kind": "kernel"}),
         Target("mceliece-berlekamp-massey", "decapsulation's error locator from secret syndromes",
                _k(gf, "berlekamp_massey"), syndromes, secret_args=("s",), **{**algs, "kind": "kernel"}),
-    ])
-
-    preimage = getattr(decode, "decap_preimage", None)
-    kernels = [] if preimage is None else [
         Target("mceliece-decap-preimage-key", "decapsulation's compiled core (decoding, implicit rejection): "
-               "one fixed private key vs three others, valid ciphertexts (g, cond, s secret)", preimage,
-               preimage_key, secret_args=("g", "cond", "s"), **{**algs, "kind": "kernel"}),
+               "one fixed private key vs three others, valid ciphertexts (g, cond, s secret)",
+               _k(decode, "decap_preimage"), preimage_key, secret_args=("g", "cond", "s"), **{**algs, "kind": "kernel"}),
         Target("mceliece-decap-preimage-validity", "decapsulation's compiled core under one key: a valid "
                "ciphertext with one syndrome bit flipped vs a valid one (g, cond, s secret; the trace check "
-               "compares a valid with a malformed ciphertext)", preimage, preimage_validity,
+               "compares a valid with a malformed ciphertext)", _k(decode, "decap_preimage"), preimage_validity,
                secret_args=("g", "cond", "s"), classes=("malformed", "valid"),
                trace_inputs=preimage_validity_pair, **{**algs, "kind": "kernel"}),
-    ]
-    return encap_keygen + kernels + [
         Target("mceliece-decap-validity", "whole decapsulation under one key: a valid ciphertext with one "
                "syndrome bit flipped (implicit rejection) vs a valid ciphertext", mceliece.decapsulate,
                validity, secret_args=("sk",), classes=("malformed", "valid"), declassified=(KEY_FORMAT,), **algs),
@@ -571,17 +562,11 @@ def _mceliece_targets():
 
 
 def builtin_targets() -> list[Target]:
-    """Every target of the scheme packages that exist."""
-    found = []
-    groups = (("pqforge.mayo", lambda: _gf16_targets() + _mayo_kernel_targets() + _mayo_encoded_targets()
-                     + _batch_hash_targets() + _mayo_operation_targets()),
-              ("pqforge.mceliece", _mceliece_targets))
-    for package, make in groups:
-        try:
-            importlib.import_module(package)
-        except ModuleNotFoundError as exc:
-            if exc.name != package:
-                raise
-            continue
-        found += make()
+    """Every target of both schemes. A target whose kernel is missing is an error, not a target
+    left out: a renamed or removed kernel must not drop out of the constant-time checks unseen."""
+    found = (_gf16_targets() + _mayo_kernel_targets() + _mayo_encoded_targets() + _batch_hash_targets()
+             + _mayo_operation_targets() + _mceliece_targets())
+    missing = [f"{t.name} (no kernel {t.func})" for t in found if isinstance(t.func, str)]
+    if missing:
+        raise RuntimeError(f"constant-time targets whose kernel is missing: {', '.join(missing)}")
     return found
