@@ -192,11 +192,13 @@ def pivot_field_ok(sk, semi_systematic):
 
 
 @njit(cache=JIT_CACHE)
-def decap_preimage_bytes(ct, sk, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub,
-                         units):
+def decap_preimage_bytes(ct, sk, m, n, t, semi_systematic, fpoly, taps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers,
+                         sy_Uw, sy_Ub, units):
     """``decap_preimage`` on the ciphertext and private key as bytes (the submission's layout:
-    delta | c | g | control bits | s), parsed here: (0, empty) when g's encoding is invalid, else
-    (1, b | v | C). Secret: sk."""
+    delta | c | g | control bits | s), parsed here: (-1, empty) when the pivot field c is not of
+    its form, (0, empty) when g's encoding is invalid, else (1, b | v | C). Secret: sk."""
+    if not pivot_field_ok(sk, semi_systematic):
+        return -1, np.empty(0, dtype=np.uint8)
     if not goppa_encoding_ok(sk, m, t):
         return 0, np.empty(0, dtype=np.uint8)
     g = np.empty(t, dtype=np.int64)

@@ -56,11 +56,11 @@ finish together)."""
 _bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
 ENCAPSULATION = (Ahead(encap_preimage, (_bytes, _bytes, _int, _int, _int, _int, _int)),)
 DECODING = (decode.POWER_SUMS, decode.MONIC, decode.LOCATOR,
-            Ahead(decap_preimage_bytes, (_bytes, _bytes, _int, _int, _int, _int, _i64_ro, *[_i64[3]] * 3, _i64[2],
+            Ahead(decap_preimage_bytes, (_bytes, _bytes, _int, _int, _int, types.boolean, _int, _i64_ro, *[_i64[3]] * 3, _i64[2],
                                          *[_i64[3]] * 3, types.UniTuple(_int, len(decode.UNITS)))),
             decode.BENES, decode.INVERSE_SQUARE,
             Ahead(vec_square, (_i64[2], _i64[2], _int, _i64_ro)), Ahead(bitrev_planes, (_int,)),
-            Ahead(vec_mul, (_i64[2], _i64[2], _i64[2], _int, _i64_ro)), Ahead(pivot_field_ok, (_bytes, types.boolean)))
+            Ahead(vec_mul, (_i64[2], _i64[2], _i64[2], _int, _i64_ro)))
 """Decapsulation's kernels, the longest to compile first (``vec_mul`` serves the sets whose t is
 not a power of two)."""
 
@@ -214,24 +214,25 @@ def check_public_key(p: Params, pk) -> bytes:
 
 
 def _private_key_bytes(p: Params, sk) -> bytes:
-    # type, length and pivot field; g's encoding is checked by goppa_encoding_ok
+    # type and length; the format of the pivot field and of g is checked in compiled code
     try:
-        sk = require_bytes(sk, f"{p.name} private key", p.private_key_size)
+        return require_bytes(sk, f"{p.name} private key", p.private_key_size)
     except InvalidInput as exc:
         raise InvalidKey(str(exc)) from None
-    if not pivot_field_ok(sk, p.semi_systematic):
-        raise InvalidKey(f"{p.name} private key has an invalid pivot field")
-    return sk
 
 
-def _goppa_error(p: Params) -> InvalidKey:
-    return InvalidKey(f"{p.name} private key has an invalid Goppa polynomial encoding")
+def _format_error(p: Params, status: int) -> InvalidKey:
+    """The error for a private key that ``decap_preimage_bytes`` refused with ``status``."""
+    what = "pivot field" if status < 0 else "Goppa polynomial encoding"
+    return InvalidKey(f"{p.name} private key has an invalid {what}")
 
 
 def check_private_key(p: Params, sk) -> bytes:
     sk = _private_key_bytes(p, sk)
+    if not pivot_field_ok(sk, p.semi_systematic):
+        raise _format_error(p, -1)
     if not goppa_encoding_ok(sk, p.m, p.t):
-        raise _goppa_error(p)
+        raise _format_error(p, 0)
     return sk
 
 
@@ -306,9 +307,9 @@ def decapsulate(p: Params, sk, ct) -> bytes:
     sk = _private_key_bytes(p, sk)
     ct = check_ciphertext(p, ct)
     consts = _DECODING.get(p.name) or decoding_constants(p)
-    ok, pre = decap_preimage_bytes(ct, sk, p.m, p.n, p.t, *consts, decode.units())
-    if not ok:
-        raise _goppa_error(p)
+    status, pre = decap_preimage_bytes(ct, sk, p.m, p.n, p.t, p.semi_systematic, *consts, decode.units())
+    if status <= 0:
+        raise _format_error(p, status)
     return shake256(pre.tobytes(), 32)
 
 
