@@ -1,7 +1,7 @@
 """Where numba keeps the compiled kernels, and the one-line notice before a first compile.
 
 Chosen when ``pqforge`` is imported, before any kernel module is decorated (and before numba
-reads its configuration, when numba is not imported yet):
+reads its configuration, when numba is not imported yet), without creating it:
 
 1. ``NUMBA_CACHE_DIR``, when set, wins (not writable: as 4.);
 2. else beside the sources (numba's default), when the package directory is writable;
@@ -31,9 +31,15 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def _writable(path: Path) -> bool:
+    """Whether ``path`` is a directory this process can write in, or can be made one: decided on
+    the nearest directory that exists (``path`` or one above it) by an anonymous temporary file,
+    so that nothing is left behind. The folders are made later, by numba when a scheme's kernel
+    modules are imported with caching on, and by ``mark_compiled`` after a compile."""
+    existing = path.absolute()
+    while not os.path.exists(existing) and existing.parent != existing:
+        existing = existing.parent
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()
+        tempfile.TemporaryFile(dir=existing).close()
         return True
     except OSError:
         return False
