@@ -4,6 +4,10 @@
     sk = MAYO2.generate_private_key()
     sig = sk.sign(b"data")
     sk.public_key().verify(sig, b"data")     # None, or raises pqforge.InvalidSignature
+
+Importing pqforge leaves the memory allocator alone: ``retain_freed_heap()`` tunes glibc's malloc
+for the whole process (key expansion gets faster); the command line and the service call it when
+they start, and a library user who wants it calls it.
 """
 
 from . import _compile_cache  # noqa: F401  (first: the numba cache directory, before any kernel)
@@ -14,7 +18,5 @@ from ._memory import retain_freed_heap
 
 __version__ = "0.1.0"
 
-retain_freed_heap()
-
 __all__ = ["BackendUnavailable", "DeviceOutOfMemory", "InvalidInput", "InvalidKey", "InvalidSignature",
-           "InvalidType", "PQForgeError", "UnknownAlgorithm", "__version__"]
+           "InvalidType", "PQForgeError", "UnknownAlgorithm", "__version__", "retain_freed_heap"]

@@ -5,8 +5,11 @@ them trims the heap, and the next call pays a page fault per 4 KiB page to get t
 which costs more than the arithmetic (MAYO-5 key expansion: about 2.5 ms instead of 1.7 ms).
 Raising M_TOP_PAD keeps up to ``top_pad`` bytes of freed heap mapped, and raising
 M_MMAP_THRESHOLD serves blocks below ``mmap_threshold`` from that heap instead of fresh
-mappings (setting either turns off glibc's own adaptive threshold, so both are set). Set
-PQFORGE_MALLOC_TUNING=0 to leave the allocator untouched.
+mappings (setting either turns off glibc's own adaptive threshold, so both are set).
+
+The setting holds for the whole process, so importing pqforge does not make it: the command line
+(``cli.main``) and the service (``service.app.create_app``) call ``retain_freed_heap`` when they
+start, as a library user may. Set PQFORGE_MALLOC_TUNING=0 to leave the allocator untouched there.
 """
 
 import ctypes

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__, algorithms, keyfile
+from ._memory import retain_freed_heap
 from .errors import PQForgeError
 from .files import STDOUT, Output, check_outputs, write_outputs
 
@@ -382,6 +383,7 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; the exit status (0, 1, 2, or 130 when interrupted)."""
+    retain_freed_heap()     # the process is pqforge's own: keep freed heap for the next key expansion
     try:
         args = build_parser().parse_args(argv)
         warnings.showwarning = _show_warning

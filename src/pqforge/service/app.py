@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from .._memory import retain_freed_heap
 from ..errors import PQForgeError
 from . import models, tokens
 from .batcher import Batcher, QueueFull
@@ -465,6 +466,7 @@ class _ServiceApp(FastAPI):
 
 
 def create_app(settings: Settings, submit=None) -> FastAPI:
+    retain_freed_heap()     # a service process (or worker, or replica) is pqforge's own
     service = Service(settings, submit)
 
     @asynccontextmanager
