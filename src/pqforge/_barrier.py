@@ -55,10 +55,18 @@ the request whose arguments %rax points to."""
 
 def _x86_64() -> bool:
     import llvmlite.binding as ll
-    if not ll.get_process_triple().startswith("x86_64"):
-        return False
-    ll.initialize_native_asmparser()    # numba sets up no parser: its own inline assembly is empty
-    return True
+    return ll.get_process_triple().startswith("x86_64")
+
+
+def _asm_parser() -> None:
+    """LLVM's assembly parser for this CPU, which the client-request sequence needs wherever a
+    kernel that contains it is compiled, also when it comes from numba's cache into a new caller
+    (numba sets up no parser: its own inline assembly is empty)."""
+    import llvmlite.binding as ll
+    ll.initialize_native_asmparser()
+
+
+_asm_parser()
 
 
 @intrinsic
