@@ -80,13 +80,24 @@ def _int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
-def positive_float(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
+
+
+def positive_float(text: str) -> float:
+    value = _number(text)
+    if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = _number(text)
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
     return value
 
 

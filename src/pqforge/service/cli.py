@@ -7,7 +7,6 @@ import argparse
 import dataclasses
 import json
 import logging
-import math
 import os
 import sys
 import time
@@ -184,16 +183,6 @@ def _port(text: str) -> int:
     return value
 
 
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 <= value < math.inf:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
-    return value
-
-
 def _list_of(parse):
     """argparse type: comma-separated values, each read by ``parse``."""
     def parse_list(text: str) -> list:
@@ -202,14 +191,14 @@ def _list_of(parse):
 
 
 def add_parser(sub) -> None:
-    from ..cli import positive_float, positive_int
+    from ..cli import non_negative_float, positive_float, positive_int
     s = sub.add_parser("serve", help="run the HTTP signing / verification / KEM service")
     _store_options(s)
     s.add_argument("--host", help="address to listen on (default 127.0.0.1: loopback only)")
     s.add_argument("--port", type=_port, help="port, 1 to 65535 (default 8000; 0: any free port)")
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], help="batch backend (default cpu)")
     s.add_argument("--max-batch", type=positive_int, help="flush a queue at this many requests (default 256)")
-    s.add_argument("--max-wait-ms", type=_non_negative_float,
+    s.add_argument("--max-wait-ms", type=non_negative_float,
                    help="... or when its oldest request waited this long (default 2)")
     s.add_argument("--master-key-file", help="master key file (mode 0600; created when absent; default beside "
                                              "the SQLite file). PQFORGE_MASTER_KEY (base64) takes precedence")
@@ -217,7 +206,7 @@ def add_parser(sub) -> None:
     s.add_argument("--workers", type=positive_int, help="server processes sharing the port (default 1)")
     s.add_argument("--ssl-certfile", help="TLS certificate (PEM); with --ssl-keyfile serves https")
     s.add_argument("--ssl-keyfile", help="TLS private key (PEM)")
-    s.add_argument("--drain-timeout", type=_non_negative_float, default=30.0,
+    s.add_argument("--drain-timeout", type=non_negative_float, default=30.0,
                    help="seconds SIGTERM waits for requests in flight (default 30)")
     s.add_argument("--access-log", action="store_true", help="log every request")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -245,7 +234,7 @@ def add_parser(sub) -> None:
                    help="client counts (comma-separated)")
     s.add_argument("--max-batch", type=_list_of(positive_int), default="64,256",
                    help="max_batch settings (comma-separated)")
-    s.add_argument("--max-wait-ms", type=_list_of(_non_negative_float), default="2",
+    s.add_argument("--max-wait-ms", type=_list_of(non_negative_float), default="2",
                    help="max_wait_ms settings (comma-separated)")
     s.add_argument("--requests", type=positive_int, default=4000, help="requests per measurement (bound)")
     s.add_argument("--seconds", type=positive_float, default=10.0, help="time limit per measurement")
