@@ -27,45 +27,16 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from .._compile_cache import JIT_CACHE
+from .blocks import Codegen, arrays_ok
 from .shuffle import dot_add_tables, scalar_tables
 
-def _arrays_ok(*arrays) -> bool:
-    return all(isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"
-               and a.dtype in (types.uint64, types.uint8) for a in arrays)
-
-
-class _Codegen:
-    """LLVM IR pieces shared by the intrinsics: 32-byte blocks of 1-D arrays and the affine map."""
-
-    lanes = ir.VectorType(ir.IntType(64), 4)
-    octets = ir.VectorType(ir.IntType(8), 32)
+class _Codegen(Codegen):
+    """The shared block IR and the affine map."""
 
     def __init__(self, context, builder):
-        self.context, self.builder = context, builder
+        super().__init__(context, builder)
         self.affine_fn = builder.module.declare_intrinsic(
             "llvm.x86.vgf2p8affineqb.256", fnty=ir.FunctionType(self.octets, [self.octets, self.octets, ir.IntType(8)]))
-
-    def data(self, arr_type, arr):
-        return self.context.make_array(arr_type)(self.context, self.builder, arr).data
-
-    def index(self, value, value_type):
-        return self.context.cast(self.builder, value, value_type, types.int64)
-
-    def block(self, data, index):
-        """Pointer to the 32 bytes at element ``index`` of an array's data (any alignment)."""
-        return self.builder.bitcast(self.builder.gep(data, [index]), self.lanes.as_pointer())
-
-    def load(self, ptr):
-        value = self.builder.load(ptr)
-        value.align = 1
-        return value
-
-    def broadcast(self, matrix):
-        b = self.builder
-        out = ir.Constant(self.lanes, ir.Undefined)
-        for lane in range(4):
-            out = b.insert_element(out, matrix, ir.Constant(ir.IntType(32), lane))
-        return out
 
     def affine(self, x, matrix_lanes):
         b = self.builder
@@ -79,7 +50,7 @@ def _affine_xor4(typingctx, dst, d, src, s, matrix):
     """The 32 bytes at src[s] through the bit matrix ``matrix`` (a uint64, broadcast to every
     64-bit lane), XORed into the 32 bytes at dst[d]. 1-D contiguous uint64 or uint8 arrays,
     indexed in their own elements (so a uint8 source may start at any byte); no bounds check."""
-    if not _arrays_ok(dst, src):
+    if not arrays_ok(dst, src):
         return None
     sig = types.void(dst, d, src, s, types.uint64)
 
@@ -101,7 +72,7 @@ def _dot_add(typingctx, dst, d, src, s, step, shrink, matrices, t, tstep, count,
     32-byte blocks accumulated in registers over the whole sum (the accumulator is loaded and
     stored once). dst, src: 1-D uint64 or uint8 arrays indexed in their own elements;
     matrices: 1-D uint64. No bounds check."""
-    if not (_arrays_ok(dst, src) and isinstance(limbs, types.UniTuple) and isinstance(matrices, types.Array)
+    if not (arrays_ok(dst, src) and isinstance(limbs, types.UniTuple) and isinstance(matrices, types.Array)
             and matrices.dtype == types.uint64 and matrices.ndim == 1 and matrices.layout == "C"):
         return None
     blocks = limbs.count

@@ -23,6 +23,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from .._compile_cache import JIT_CACHE
+from .blocks import Codegen, arrays_ok
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
 
@@ -89,8 +90,7 @@ def dot_add_tables(typingctx, dst, d, src, s, step, shrink, forms, t, tstep, cou
     from s growing by step - q shrink. One slot of len(limbs) 32-byte blocks accumulated in
     registers; each term's tables are loaded once and broadcast to both 128-bit lanes, each
     source block split into nibbles once. No bounds check."""
-    from .gfni import _arrays_ok, _Codegen
-    if not (_arrays_ok(dst, src) and isinstance(limbs, types.UniTuple) and isinstance(forms, types.Array)
+    if not (arrays_ok(dst, src) and isinstance(limbs, types.UniTuple) and isinstance(forms, types.Array)
             and forms.dtype == types.uint64 and forms.ndim == 2 and forms.layout == "C"):
         return None
     blocks = limbs.count
@@ -98,7 +98,7 @@ def dot_add_tables(typingctx, dst, d, src, s, step, shrink, forms, t, tstep, cou
     sig = types.void(dst, d, src, s, step, shrink, forms, t, tstep, count, limbs)
 
     def codegen(context, builder, signature, args):
-        g = _Codegen(context, builder)
+        g = Codegen(context, builder)
         kinds = signature.args
         i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
         half = ir.VectorType(i8, 16)

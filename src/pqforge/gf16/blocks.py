@@ -1,0 +1,42 @@
+"""LLVM IR for 32-byte blocks of 1-D arrays, shared by the intrinsics of the encoded kernel sets
+(``gfni`` and ``shuffle``): array data, indices, unaligned block loads, broadcasts."""
+
+from llvmlite import ir
+from numba.core import types
+
+
+def arrays_ok(*arrays) -> bool:
+    """Whether every argument is a 1-D contiguous uint64 or uint8 array type."""
+    return all(isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"
+               and a.dtype in (types.uint64, types.uint8) for a in arrays)
+
+
+class Codegen:
+    lanes = ir.VectorType(ir.IntType(64), 4)
+    octets = ir.VectorType(ir.IntType(8), 32)
+
+    def __init__(self, context, builder):
+        self.context, self.builder = context, builder
+
+    def data(self, arr_type, arr):
+        return self.context.make_array(arr_type)(self.context, self.builder, arr).data
+
+    def index(self, value, value_type):
+        return self.context.cast(self.builder, value, value_type, types.int64)
+
+    def block(self, data, index):
+        """Pointer to the 32 bytes at element ``index`` of an array's data (any alignment)."""
+        return self.builder.bitcast(self.builder.gep(data, [index]), self.lanes.as_pointer())
+
+    def load(self, ptr):
+        value = self.builder.load(ptr)
+        value.align = 1
+        return value
+
+    def broadcast(self, word):
+        """A 64-bit word in every lane."""
+        b = self.builder
+        out = ir.Constant(self.lanes, ir.Undefined)
+        for lane in range(4):
+            out = b.insert_element(out, word, ir.Constant(ir.IntType(32), lane))
+        return out
