@@ -2,7 +2,7 @@
 (``gfni`` and ``shuffle``): array data, indices, unaligned block loads, broadcasts."""
 
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 
 
 def arrays_ok(*arrays) -> bool:
@@ -40,3 +40,27 @@ class Codegen:
         for lane in range(4):
             out = b.insert_element(out, word, ir.Constant(ir.IntType(32), lane))
         return out
+
+    def term_offset(self, s, step, shrink, q):
+        """s + q step - shrink q (q - 1) / 2: the source offset of term q when offsets grow by
+        step - q shrink (shrink 0: a stride; shrink > 0: down a column of a packed triangle)."""
+        b, i64 = self.builder, ir.IntType(64)
+        return b.sub(b.add(s, b.mul(q, step)), b.mul(shrink, b.lshr(b.mul(q, b.sub(q, i64(1))), i64(1))))
+
+    def register(self, ptr, kind):
+        """A variable (promoted to a register by LLVM) holding the 32 bytes at ``ptr`` as ``kind``."""
+        var = cgutils.alloca_once(self.builder, kind)
+        self.builder.store(self.builder.bitcast(self.load(ptr), kind), var)
+        return var
+
+    def in_chunks(self, total, size, run):
+        """run(n, first) for units first .. first + n - 1 covering 0 .. total - 1: chunks of
+        ``size`` in a loop, then the rest in a chunk of its own (each n known when compiling)."""
+        b, i64 = self.builder, ir.IntType(64)
+        full = b.udiv(total, i64(size))
+        with cgutils.for_range(b, full) as chunks:
+            run(size, b.mul(chunks.index, i64(size)))
+        rest = b.urem(total, i64(size))
+        for n in range(1, size):
+            with b.if_then(b.icmp_unsigned("==", rest, i64(n))):
+                run(n, b.mul(full, i64(size)))

@@ -28,7 +28,7 @@ from numba.extending import intrinsic, overload
 
 from .._compile_cache import JIT_CACHE
 from .blocks import Codegen, arrays_ok
-from .shuffle import dot_add_tables, scalar_tables
+from .shuffle import accumulate_pairs, dot_add_tables, flush_pairs, pair_tables, scalar_tables
 
 class _Codegen(Codegen):
     """The shared block IR and the affine map."""
@@ -250,3 +250,155 @@ def _scalar_forms_compiled(B, like):
     if _tables(like):
         return lambda B, like: scalar_tables(B)
     return lambda B, like: scalar_matrices(B)
+
+
+_COLUMNS_AT_ONCE = {1: 12, 2: 6, 3: 4}
+"""Columns of B whose sums one pass over the terms keeps in registers, by blocks a slot."""
+
+
+@intrinsic
+def _accumulate_columns(typingctx, tmp, src, s, step, shrink, count, matrices, j0, cols, limbs):
+    """The compiled GFNI ``row_accumulate``: B's columns taken G at a time
+    (``_COLUMNS_AT_ONCE``), their sums (slot c of tmp for column c) held in registers over all
+    terms; per term the source blocks loaded once, then per column one broadcast matrix and one
+    affine product a block. No bounds check."""
+    if not (arrays_ok(tmp, src) and tmp.dtype == types.uint64 and isinstance(limbs, types.UniTuple)
+            and isinstance(matrices, types.Array) and matrices.dtype == types.uint64 and matrices.ndim == 1):
+        return None
+    blocks = limbs.count
+    sstep = 256 // src.dtype.bitwidth
+    W = 4 * blocks
+    G = _COLUMNS_AT_ONCE.get(blocks, 2)
+    sig = types.void(tmp, src, s, step, shrink, count, matrices, j0, cols, limbs)
+
+    def codegen(context, builder, signature, args):
+        g = _Codegen(context, builder)
+        kinds = signature.args
+        i64 = ir.IntType(64)
+        tmp_data, src_data = g.data(kinds[0], args[0]), g.data(kinds[1], args[1])
+        mat_data = g.data(kinds[6], args[6])
+        s_, step_, shrink_, count_, j0_, cols_ = (g.index(args[i], kinds[i]) for i in (2, 3, 4, 5, 7, 8))
+
+        def run(size, c0):
+            """Columns c0 .. c0 + size - 1 over all terms."""
+            sums = []                                  # per column and block: (pointer into tmp, variable)
+            for i in range(size):
+                for b in range(blocks):
+                    at = g.block(tmp_data, builder.add(builder.mul(builder.add(c0, i64(i)), i64(W)), i64(4 * b)))
+                    sums.append((at, g.register(at, g.lanes)))
+            with cgutils.for_range(builder, count_) as terms:
+                q = terms.index
+                base = g.term_offset(s_, step_, shrink_, q)
+                xs = [g.load(g.block(src_data, builder.add(base, i64(sstep * b)))) for b in range(blocks)]
+                row = builder.add(builder.mul(builder.add(j0_, q), cols_), c0)
+                for i in range(size):
+                    matrix = g.broadcast(builder.load(builder.gep(mat_data, [builder.add(row, i64(i))])))
+                    for b in range(blocks):
+                        acc = sums[i * blocks + b][1]
+                        builder.store(builder.xor(builder.load(acc), g.affine(xs[b], matrix)), acc)
+            for at, acc in sums:
+                builder.store(builder.load(acc), at).align = 1
+
+        g.in_chunks(cols_, G, run)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def _flush_columns(typingctx, dst, d, dcol, tmp, cols, limbs):
+    """dst[d + c dcol ..] ^= slot c of tmp for c < cols, and tmp cleared; 32-byte blocks."""
+    if not (arrays_ok(dst, tmp) and dst.dtype == tmp.dtype == types.uint64 and isinstance(limbs, types.UniTuple)):
+        return None
+    blocks = limbs.count
+    sig = types.void(dst, d, dcol, tmp, cols, limbs)
+
+    def codegen(context, builder, signature, args):
+        g = Codegen(context, builder)
+        kinds = signature.args
+        i64 = ir.IntType(64)
+        dst_data, tmp_data = g.data(kinds[0], args[0]), g.data(kinds[3], args[3])
+        d_, dcol_, cols_ = (g.index(args[i], kinds[i]) for i in (1, 2, 4))
+        with cgutils.for_range(builder, cols_) as loop:
+            c = loop.index
+            for b in range(blocks):
+                at = g.block(dst_data, builder.add(builder.add(d_, builder.mul(c, dcol_)), i64(4 * b)))
+                from_at = g.block(tmp_data, builder.add(builder.mul(c, i64(4 * blocks)), i64(4 * b)))
+                builder.store(builder.xor(g.load(at), g.load(from_at)), at).align = 1
+                builder.store(ir.Constant(g.lanes, [0] * 4), from_at).align = 1
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+# Matrix products row by row: out[R, :] += sum_q A[R, q] B[q, :] for m-vectors A and a scalar
+# matrix B (the oil matrix, vinegar or signature vectors). Each set runs them its fastest way:
+# GFNI one slot after another, each accumulated in registers (an affine product needs no
+# preparation of the vector); the AVX2 set all of B's columns at once per term, the vector split
+# into nibbles once and one shuffle a product (``shuffle.accumulate_pairs``).
+
+def matrix_forms(B, like):
+    """B (rows, cols) in the form the row products of ``like``'s set take: GFNI bit matrices
+    (``scalar_matrices``), or entangled pair tables (``shuffle.pair_tables``). B may be secret."""
+    return pair_tables(B) if np.ndim(like) == 2 else scalar_matrices(B)
+
+
+@overload(matrix_forms, inline="always")
+def _matrix_forms_compiled(B, like):
+    if _tables(like):
+        return lambda B, like: pair_tables(B)
+    return lambda B, like: scalar_matrices(B)
+
+
+@nb.njit(cache=JIT_CACHE, nogil=True, inline="always")
+def row_scratch(cols, limbs):
+    """The sums of one output row for ``row_accumulate`` (zero): cols slots, rounded up to even."""
+    return np.zeros((cols + 1) // 2 * 2 * 4 * len(limbs), np.uint64)
+
+
+def row_accumulate(tmp, src, s, step, shrink, count, forms, j0, cols, limbs):
+    """tmp += sum_{q < count} src[s_q ..] * B[j0 + q, :] (cols products), B given by
+    ``matrix_forms``; source offsets as ``dot_add_column_slot``. tmp (``row_scratch``) holds the
+    sums in the set's own form until ``row_flush``."""
+    if np.ndim(forms) == 2:
+        accumulate_pairs(tmp, src, s, step, shrink, count, forms, j0, (cols + 1) // 2, limbs)
+        return
+    W = 4 * len(limbs)
+    for c in range(cols):
+        dot_add_column_slot(tmp, c * W, src, s, step, shrink, forms, j0 * cols + c, cols, count, limbs)
+
+
+@overload(row_accumulate, inline="always")
+def _row_accumulate_compiled(tmp, src, s, step, shrink, count, forms, j0, cols, limbs):
+    if not isinstance(limbs, types.UniTuple):
+        return None
+    if _tables(forms):
+        def impl(tmp, src, s, step, shrink, count, forms, j0, cols, limbs):
+            accumulate_pairs(tmp, src, s, step, shrink, count, forms, j0, (cols + 1) // 2, limbs)
+        return impl
+
+    def impl(tmp, src, s, step, shrink, count, forms, j0, cols, limbs):
+        _accumulate_columns(tmp, src, s, step, shrink, count, forms, j0, cols, limbs)
+    return impl
+
+
+def row_flush(dst, d, dcol, tmp, cols, limbs, like):
+    """dst[d + c dcol ..] ^= the row's product c for c < cols, from tmp, which is cleared."""
+    if np.ndim(like) == 2:
+        flush_pairs(dst, d, dcol, tmp, cols, limbs)
+        return
+    W = 4 * len(limbs)
+    for c in range(cols):
+        for w in range(W):
+            dst[d + c * dcol + w] ^= tmp[c * W + w]
+            tmp[c * W + w] = 0
+
+
+@overload(row_flush, inline="always")
+def _row_flush_compiled(dst, d, dcol, tmp, cols, limbs, like):
+    if not isinstance(limbs, types.UniTuple):
+        return None
+    if _tables(like):
+        return lambda dst, d, dcol, tmp, cols, limbs, like: flush_pairs(dst, d, dcol, tmp, cols, limbs)
+
+    def impl(dst, d, dcol, tmp, cols, limbs, like):
+        _flush_columns(dst, d, dcol, tmp, cols, limbs)
+    return impl

@@ -20,7 +20,7 @@ import numba as nb
 import numpy as np
 from llvmlite import ir
 from numba.core import cgutils, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from .._compile_cache import JIT_CACHE
 from .blocks import Codegen, arrays_ok
@@ -39,18 +39,25 @@ def _times_x(a):
     return ((a << 1) & 15) ^ (((a >> 3) & 1) * 3)
 
 
-@nb.njit(**_JIT)
-def scalar_table(c, out, at):
-    """c's form into out[at : at + 4] (uint64): T_lo (entries 0..7, then 8..15, one byte each)
-    and T_hi = T_lo << 4. T[x] is the sum of c x^k over the set bits k of x, each c x^k spread to
-    every byte and masked to the entries with bit k: shifts and masks only, c may be secret."""
+@nb.njit(**_JIT, inline="always")
+def _table_words(c):
+    """c's 16-entry product table T[x] = c x as two uint64 words (entries 0..7, then 8..15, one
+    byte each): the sum of c x^k over the set bits k of x, each c x^k spread to every byte and
+    masked to the entries with bit k. Shifts and masks only: c may be secret."""
     p0 = np.int64(c) & 15
     p1 = _times_x(p0)
     p2 = _times_x(p1)
     p3 = _times_x(p2)
     low = ((np.uint64(p0) * _SPREAD) & _ODD) ^ ((np.uint64(p1) * _SPREAD) & _PAIRS) \
         ^ ((np.uint64(p2) * _SPREAD) & _HIGH)
-    high = low ^ (np.uint64(p3) * _SPREAD)      # entries 8..15 have bit 3
+    return low, low ^ (np.uint64(p3) * _SPREAD)          # entries 8..15 have bit 3
+
+
+@nb.njit(**_JIT)
+def scalar_table(c, out, at):
+    """c's form into out[at : at + 4] (uint64): T_lo (``_table_words``) and T_hi = T_lo << 4.
+    c may be secret."""
+    low, high = _table_words(c)
     out[at] = low
     out[at + 1] = high
     out[at + 2] = low << np.uint64(4)           # entries are below 16: no byte overflows
@@ -68,6 +75,72 @@ def scalar_tables(B):
         for c in range(C):
             scalar_table(B[r, c], flat, 4 * (r * C + c))
     return out
+
+
+@nb.njit(**_JIT)
+def pair_tables(B):
+    """The *entangled* tables of the 2-D array B (R, C) for ``accumulate_pairs``: (R * P, 4)
+    uint64 with P = ceil(C / 2), row r P + p the table of the pair a = B[r, 2p], b = B[r, 2p + 1]
+    (0 past C): entry x is a x | (b x) << 4, in both 128-bit lanes. One shuffle of a vector's low
+    (or high) nibbles through it gives a times them in the low nibbles and b times them in the
+    high ones: two products for one shuffle. B may be secret (``scalar_table``)."""
+    R, C = B.shape
+    P = (C + 1) // 2
+    out = np.empty((R * P, 4), np.uint64)
+    for r in range(R):
+        for p in range(P):
+            a_low, a_high = _table_words(B[r, 2 * p])
+            b_low, b_high = _table_words(B[r, 2 * p + 1] if 2 * p + 1 < C else 0)
+            low = a_low | (b_low << np.uint64(4))
+            high = a_high | (b_high << np.uint64(4))
+            out[r * P + p, 0] = low
+            out[r * P + p, 1] = high
+            out[r * P + p, 2] = low
+            out[r * P + p, 3] = high
+    return out
+
+
+_LOW_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
+
+
+def accumulate_pairs(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs):
+    """tmp += sum_{q < count} src[s_q ..] (x) row j0 + q of B, in the entangled form: for each
+    pair p of B's columns, slot 2p collects the shuffles of the low nibbles through the pair's
+    table, slot 2p + 1 those of the high nibbles (``flush_pairs`` turns them into products).
+    Source offsets as ``gfni.dot_add_column_slot`` (s, then growing by step - q shrink); slots
+    of W = 4 len(limbs) words. Compiled: each source block is loaded and split into nibbles once
+    for all of B's columns, then one shuffle a product. This twin selects table entries by masks
+    (the nibbles may be secret)."""
+    W = 4 * len(limbs)
+    offset = s
+    for q in range(count):
+        x = src[offset:offset + W] if src.dtype == np.uint64 else src[offset:offset + 8 * W].view(np.uint64)
+        b = np.ascontiguousarray(x).view(np.uint8)
+        for p in range(pairs):
+            table = np.asarray(tables[(j0 + q) * pairs + p], np.uint64).view(np.uint8)
+            for half, nibbles in ((0, b & 15), (1, b >> 4)):
+                out = np.zeros_like(b)
+                for entry in range(16):
+                    out |= (nibbles == entry) * table[entry]
+                tmp[(2 * p + half) * W:(2 * p + half + 1) * W] ^= out.view(np.uint64)
+        offset += step - q * shrink
+
+
+def flush_pairs(dst, d, dcol, tmp, cols, limbs):
+    """dst[d + c dcol ..] ^= the product slots for c < cols from the entangled sums in tmp
+    (``accumulate_pairs``), and tmp cleared. Slots 2p (a x_lo | b x_lo << 4) and 2p + 1
+    (a x_hi | b x_hi << 4) exchange nibbles: a x = low nibbles of the first and of the second
+    moved up, b x = high nibbles of the first moved down and of the second. Compiled a 32-byte
+    block at a time; public positions only."""
+    W = 4 * len(limbs)
+    for p in range((cols + 1) // 2):
+        lo = tmp[2 * p * W:(2 * p + 1) * W].copy()
+        hi = tmp[(2 * p + 1) * W:(2 * p + 2) * W].copy()
+        t = (hi ^ (lo >> np.uint64(4))) & _LOW_NIBBLES
+        dst[d + 2 * p * dcol:d + 2 * p * dcol + W] ^= lo ^ (t << np.uint64(4))
+        if 2 * p + 1 < cols:
+            dst[d + (2 * p + 1) * dcol:d + (2 * p + 1) * dcol + W] ^= hi ^ t
+        tmp[2 * p * W:(2 * p + 2) * W] = 0
 
 
 def multiply_bytes(x: np.ndarray, form: np.ndarray) -> np.ndarray:
@@ -140,3 +213,131 @@ def dot_add_tables(typingctx, dst, d, src, s, step, shrink, forms, t, tstep, cou
             builder.store(builder.bitcast(builder.load(acc), g.lanes), at).align = 1
         return context.get_dummy_value()
     return sig, codegen
+
+
+_PAIRS_AT_ONCE = {1: 6, 2: 2}
+"""Pairs of B's columns whose sums one pass over the terms keeps in registers, by blocks a slot
+(2 sums a pair and block, beside the split source blocks, in AVX2's 16 registers); 1 beyond."""
+
+
+@intrinsic
+def _accumulate_pairs(typingctx, tmp, src, s, step, shrink, count, tables, j0, pairs, limbs):
+    """The compiled ``accumulate_pairs``: the pairs taken G at a time (``_PAIRS_AT_ONCE``), their
+    sums held in registers over all terms; per term the source blocks loaded and split once, then
+    per pair one table load and one shuffle a product. The last pairs (fewer than G) run in a
+    pass of their own size. No bounds check."""
+    if not (arrays_ok(tmp, src) and tmp.dtype == types.uint64 and isinstance(limbs, types.UniTuple)
+            and isinstance(tables, types.Array) and tables.dtype == types.uint64 and tables.ndim == 2
+            and tables.layout == "C"):
+        return None
+    blocks = limbs.count
+    sstep = 256 // src.dtype.bitwidth
+    W = 4 * blocks
+    G = _PAIRS_AT_ONCE.get(blocks, 1)
+    sig = types.void(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs)
+
+    def codegen(context, builder, signature, args):
+        g = Codegen(context, builder)
+        kinds = signature.args
+        i64 = ir.IntType(64)
+        octets = g.octets
+        shuffle = builder.module.declare_intrinsic("llvm.x86.avx2.pshuf.b", fnty=ir.FunctionType(octets, [octets, octets]))
+        nibble = ir.Constant(octets, [15] * 32)
+        four = ir.Constant(octets, [4] * 32)
+        tmp_data, src_data = g.data(kinds[0], args[0]), g.data(kinds[1], args[1])
+        table_data = g.data(kinds[6], args[6])
+        s_, step_, shrink_, count_, j0_, pairs_ = (g.index(args[i], kinds[i]) for i in (2, 3, 4, 5, 7, 8))
+
+        def run(size, p0):
+            """Pairs p0 .. p0 + size - 1 over all terms."""
+            sums = []                                  # per pair, half and block: (pointer into tmp, variable)
+            for i in range(size):
+                for half in range(2):
+                    slot = builder.add(builder.mul(builder.add(p0, i64(i)), i64(2 * W)), i64(half * W))
+                    for b in range(blocks):
+                        at = g.block(tmp_data, builder.add(slot, i64(4 * b)))
+                        sums.append((at, g.register(at, octets)))
+            with cgutils.for_range(builder, count_) as terms:
+                q = terms.index
+                base = g.term_offset(s_, step_, shrink_, q)
+                halves = ([], [])
+                for b in range(blocks):
+                    x = builder.bitcast(g.load(g.block(src_data, builder.add(base, i64(sstep * b)))), octets)
+                    halves[0].append(builder.and_(x, nibble))
+                    halves[1].append(builder.and_(builder.lshr(x, four), nibble))
+                row = builder.add(builder.mul(builder.add(j0_, q), pairs_), p0)
+                for i in range(size):
+                    table = builder.bitcast(g.load(g.block(table_data, builder.mul(builder.add(row, i64(i)), i64(4)))),
+                                            octets)
+                    for half in range(2):
+                        for b in range(blocks):
+                            acc = sums[(2 * i + half) * blocks + b][1]
+                            builder.store(builder.xor(builder.load(acc), builder.call(shuffle, [table, halves[half][b]])),
+                                          acc)
+            for at, acc in sums:
+                builder.store(builder.bitcast(builder.load(acc), g.lanes), at).align = 1
+
+        g.in_chunks(pairs_, G, run)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@intrinsic
+def _flush_pairs(typingctx, dst, d, dcol, tmp, cols, limbs):
+    """The compiled ``flush_pairs``, on 32-byte blocks. No bounds check."""
+    if not (arrays_ok(dst, tmp) and dst.dtype == tmp.dtype == types.uint64 and isinstance(limbs, types.UniTuple)):
+        return None
+    blocks = limbs.count
+    W = 4 * blocks
+    sig = types.void(dst, d, dcol, tmp, cols, limbs)
+
+    def codegen(context, builder, signature, args):
+        g = Codegen(context, builder)
+        kinds = signature.args
+        i64 = ir.IntType(64)
+        dst_data, tmp_data = g.data(kinds[0], args[0]), g.data(kinds[3], args[3])
+        d_, dcol_, cols_ = (g.index(args[i], kinds[i]) for i in (1, 2, 4))
+        mask = ir.Constant(g.lanes, [int(_LOW_NIBBLES)] * 4)
+        four = ir.Constant(g.lanes, [4] * 4)
+        zero = ir.Constant(g.lanes, [0] * 4)
+
+        def xor_into(index, value):
+            at = g.block(dst_data, index)
+            builder.store(builder.xor(g.load(at), value), at).align = 1
+
+        with cgutils.for_range(builder, builder.udiv(builder.add(cols_, i64(1)), i64(2))) as loop:
+            p = loop.index
+            first = builder.add(d_, builder.mul(builder.mul(p, i64(2)), dcol_))
+            second = builder.add(first, dcol_)
+            for b in range(blocks):
+                lo_at = g.block(tmp_data, builder.add(builder.mul(p, i64(2 * W)), i64(4 * b)))
+                hi_at = g.block(tmp_data, builder.add(builder.mul(p, i64(2 * W)), i64(W + 4 * b)))
+                lo, hi = g.load(lo_at), g.load(hi_at)
+                t = builder.and_(builder.xor(hi, builder.lshr(lo, four)), mask)
+                xor_into(builder.add(first, i64(4 * b)), builder.xor(lo, builder.shl(t, four)))
+                with builder.if_then(builder.icmp_unsigned("<", builder.add(builder.mul(p, i64(2)), i64(1)), cols_)):
+                    xor_into(builder.add(second, i64(4 * b)), builder.xor(hi, t))
+                builder.store(zero, lo_at).align = 1
+                builder.store(zero, hi_at).align = 1
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@overload(flush_pairs, inline="always")
+def _flush_pairs_compiled(dst, d, dcol, tmp, cols, limbs):
+    if not isinstance(limbs, types.UniTuple):
+        return None
+
+    def impl(dst, d, dcol, tmp, cols, limbs):
+        _flush_pairs(dst, d, dcol, tmp, cols, limbs)
+    return impl
+
+
+@overload(accumulate_pairs, inline="always")
+def _accumulate_pairs_compiled(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs):
+    if not isinstance(limbs, types.UniTuple):
+        return None
+
+    def impl(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs):
+        _accumulate_pairs(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs)
+    return impl

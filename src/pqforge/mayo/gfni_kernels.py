@@ -24,7 +24,7 @@ import numba as nb
 import numpy as np
 
 from .._compile_cache import JIT_CACHE
-from ..gf16.gfni import dot_add_column_slot, dot_add_slot, scalar_forms
+from ..gf16.gfni import matrix_forms, row_accumulate, row_flush, row_scratch
 from .kernels import (decode_nibbles_into, equals_nibbles, slots_to_bitsliced, unbitslice_into,
                       whip_and_solve, whip_unit)
 
@@ -32,35 +32,33 @@ _JIT = dict(cache=JIT_CACHE, nogil=True)
 
 
 @nb.njit(**_JIT)
-def _add_p1_times_oil(slots, mats, o, limbs, symmetric):
-    """Q ^= P1 O, where Q is the v x o block after P1 (P2 on entry) and ``mats`` the forms of O
-    (v*o, as ``scalar_forms``); with ``symmetric`` (public), Q ^= (P1 + P1^T) O instead, whose diagonal is
-    zero: row r takes sum_{j > r} P1[r, j] O[j, c] as a dot product along P1's packed row, and
-    the transpose's sum_{j < r} P1[j, r] O[j, c] as one down P1's column r."""
-    v = mats.shape[0] // o
+def _add_p1_times_oil(slots, forms, v, o, limbs, symmetric, like):
+    """Q ^= P1 O, where Q is the v x o block after P1 (P2 on entry) and ``forms`` O's
+    (``matrix_forms``); with ``symmetric`` (public), Q ^= (P1 + P1^T) O instead, whose diagonal is
+    zero: row r of Q takes P1[r, j] O[j, :] along P1's packed row r (j > r), and the transpose's
+    P1[j, r] O[j, :] down P1's column r (j < r)."""
     W = 4 * len(limbs)
     q0 = v * (v + 1) // 2 * W
     first = 1 if symmetric else 0
+    tmp = row_scratch(o, limbs)
     e = 0                                              # slot of P1[r, r]
     for r in range(v):
-        for c in range(o):
-            dot_add_slot(slots, q0 + (r * o + c) * W, slots, e + first * W, W, mats, (r + first) * o + c, o,
-                         v - r - first, limbs)
-            if symmetric:                              # P1[j, r] for j < r: from slot r, then (v - 1 - j) on
-                dot_add_column_slot(slots, q0 + (r * o + c) * W, slots, r * W, (v - 1) * W, W, mats, c, o, r,
-                                    limbs)
+        row_accumulate(tmp, slots, e + first * W, W, 0, v - r - first, forms, r + first, o, limbs)
+        if symmetric:                                  # P1[j, r] for j < r: from slot r, then (v - 1 - j) on
+            row_accumulate(tmp, slots, r * W, (v - 1) * W, W, r, forms, 0, o, limbs)
+        row_flush(slots, q0 + r * o * W, W, tmp, o, limbs, like)
         e += (v - r) * W
 
 
 @nb.njit(**_JIT)
 def oil_forms(oil, v, o, like):
-    """The forms of the oil matrix O (v x o, as ``scalar_forms``) from its encoding ``oil``
+    """The forms of the oil matrix O (v x o, as ``matrix_forms``) from its encoding ``oil``
     (uint8, two elements a byte, low nibble first). Secret: oil; shifts at public positions only."""
     O = np.empty((v, o), np.uint8)
     flat = O.reshape(v * o)
     for e in range(v * o):
         flat[e] = (oil[e >> 1] >> (4 * (e & 1))) & 15
-    return scalar_forms(O, like)
+    return matrix_forms(O, like)
 
 
 @nb.njit(**_JIT)
@@ -71,13 +69,14 @@ def public_key_from_slots(slots, oil, v, o, limbs, like, out):
     Secret: O and the products."""
     W = 4 * len(limbs)
     mb = out.shape[0] // (o * (o + 1) // 2)
-    mats = oil_forms(oil, v, o, like)
-    _add_p1_times_oil(slots, mats, o, limbs, False)           # Q = P1 O + P2
+    forms = oil_forms(oil, v, o, like)
+    _add_p1_times_oil(slots, forms, v, o, limbs, False, like)    # Q = P1 O + P2
     q0 = v * (v + 1) // 2 * W
-    P3 = np.zeros(o * o * W, np.uint64)                       # P3[i, c] = sum_r O[r, i] Q[r, c]
-    for i in range(o):
-        for c in range(o):
-            dot_add_slot(P3, (i * o + c) * W, slots, q0 + c * W, o * W, mats, i, o, v, limbs)
+    P3 = np.zeros(o * o * W, np.uint64)                       # P3[:, c] = sum_r Q[r, c] O[r, :]
+    tmp = row_scratch(o, limbs)
+    for c in range(o):
+        row_accumulate(tmp, slots, q0 + c * W, o * W, 0, v, forms, 0, o, limbs)
+        row_flush(P3, c * W, o * W, tmp, o, limbs, like)
     entry = np.zeros(W, np.uint64)                            # Upper: P3[i, j] + P3[j, i] above the diagonal
     entry_bytes = entry.view(np.uint8)
     at = 0
@@ -96,27 +95,28 @@ def public_key_from_slots(slots, oil, v, o, limbs, like, out):
 def expand_secret_slots(slots, O, limbs, like):
     """L = (P1 + P1^T) O + P2 in place of P2 in ``slots`` (P1 stays), for the oil matrix O (v, o).
     Secret: O and L."""
-    _add_p1_times_oil(slots, scalar_forms(O, like), O.shape[1], limbs, True)
+    v, o = O.shape
+    _add_p1_times_oil(slots, matrix_forms(O, like), v, o, limbs, True, like)
 
 
 @nb.njit(**_JIT)
-def quadratic_pairs(X, P, limbs, like, U):
-    """U[i, j] ^= x_i^T P x_j (k*k slots, flat) for the rows x_i of X (k, size) and the packed
-    upper-triangular P (flat slots; its first size(size+1)/2 entries): first
-    PX[j, r] = sum_{c >= r} P[r, c] x_j[c] along each packed row (k*size slots), then
-    U[i, j] = sum_r x_i[r] PX[j, r]. Secret in signing: X and P (the vinegar vectors, P1)."""
-    k, size = X.shape
+def quadratic_pairs(forms, k, size, P, limbs, like, U):
+    """U[i, j] ^= x_i^T P x_j (k*k slots, flat) for the k vectors x_i of length ``size`` given by
+    the forms of X^T (``matrix_forms``, size x k) and the packed upper-triangular P (flat slots;
+    its first size(size+1)/2 entries): first PX[j, r] = sum_{c >= r} P[r, c] x_j[c] along each
+    packed row (k*size slots), then U[i, j] = sum_r x_i[r] PX[j, r]. Secret in signing: X and P
+    (the vinegar vectors, P1)."""
     W = 4 * len(limbs)
-    mats = scalar_forms(X, like)
     PX = np.zeros(k * size * W, np.uint64)
+    tmp = row_scratch(k, limbs)
     e = 0
     for r in range(size):
-        for j in range(k):
-            dot_add_slot(PX, (j * size + r) * W, P, e, W, mats, j * size + r, 1, size - r, limbs)
+        row_accumulate(tmp, P, e, W, 0, size - r, forms, r, k, limbs)
+        row_flush(PX, r * W, size * W, tmp, k, limbs, like)
         e += (size - r) * W
-    for i in range(k):
-        for j in range(k):
-            dot_add_slot(U, (i * k + j) * W, PX, j * size * W, W, mats, i * size, 1, size, limbs)
+    for j in range(k):
+        row_accumulate(tmp, PX, j * size * W, W, 0, size, forms, 0, k, limbs)
+        row_flush(U, j * W, k * W, tmp, k, limbs, like)
 
 
 @nb.njit(**_JIT)
@@ -126,12 +126,13 @@ def sign_products(V, slots, o, limbs, like, M, U):
     vinegar vectors V (k, v) and P1 || L in ``slots``. Secret: V, P1, L and the products."""
     k, v = V.shape
     W = 4 * len(limbs)
-    mats = scalar_forms(V, like)
+    forms = matrix_forms(np.ascontiguousarray(V.T), like)
     l0 = v * (v + 1) // 2 * W
-    for i in range(k):                                         # M = V L, column by column of L
-        for c in range(o):
-            dot_add_slot(M, (i * o + c) * W, slots, l0 + c * W, o * W, mats, i * v, 1, v, limbs)
-    quadratic_pairs(V, slots, limbs, like, U)
+    tmp = row_scratch(k, limbs)
+    for c in range(o):                                         # M[:, c] = sum_j L[j, c] V^T[j, :]
+        row_accumulate(tmp, slots, l0 + c * W, o * W, 0, v, forms, 0, k, limbs)
+        row_flush(M, c * W, o * W, tmp, k, limbs, like)
+    quadratic_pairs(forms, k, v, slots, limbs, like, U)
 
 
 @nb.njit(**_JIT)
@@ -166,24 +167,25 @@ def evaluate_public(S, epk, v, limbs, like, f_tail, y, units):
     m = y.shape[0]
     mb = (m + 1) // 2
     W = 4 * len(limbs)
-    mats = scalar_forms(S, like)
+    forms = matrix_forms(np.ascontiguousarray(S.T), like)
     PX = np.zeros(k * n * W, np.uint64)                        # PX[j, r] = sum_{c >= r} P[r, c] s_j[c]
+    tmp = row_scratch(k, limbs)
     p1 = 0
     p2 = v * (v + 1) // 2 * mb
     for r in range(v):
-        for j in range(k):
-            dot_add_slot(PX, (j * n + r) * W, epk, p1, mb, mats, j * n + r, 1, v - r, limbs)
-            dot_add_slot(PX, (j * n + r) * W, epk, p2 + r * o * mb, mb, mats, j * n + v, 1, o, limbs)
+        row_accumulate(tmp, epk, p1, mb, 0, v - r, forms, r, k, limbs)
+        row_accumulate(tmp, epk, p2 + r * o * mb, mb, 0, o, forms, v, k, limbs)
+        row_flush(PX, r * W, n * W, tmp, k, limbs, like)
         p1 += (v - r) * mb
     p3 = p2 + v * o * mb
     for r in range(v, n):
-        for j in range(k):
-            dot_add_slot(PX, (j * n + r) * W, epk, p3, mb, mats, j * n + r, 1, n - r, limbs)
+        row_accumulate(tmp, epk, p3, mb, 0, n - r, forms, r, k, limbs)
+        row_flush(PX, r * W, n * W, tmp, k, limbs, like)
         p3 += (n - r) * mb
     Us = np.zeros(k * k * W, np.uint64)
-    for i in range(k):
-        for j in range(k):
-            dot_add_slot(Us, (i * k + j) * W, PX, j * n * W, W, mats, i * n, 1, n, limbs)
+    for j in range(k):
+        row_accumulate(tmp, PX, j * n * W, W, 0, n, forms, 0, k, limbs)
+        row_flush(Us, j * W, k * W, tmp, k, limbs, like)
     Ub = Us.view(np.uint8)
     for q in range(k * k):
         for b in range(mb, 8 * W):
