@@ -61,8 +61,8 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     if len(sets.runnable()) > 1:     # the encoded sets' targets exist only where they compile
         from pqforge.mayo import gfni_kernels as gn
         modules += [gfni, shuffle, gn]
-        inner |= {gfni._times_x, gfni.scalar_matrix, shuffle._times_x, shuffle.scalar_table, gn._add_p1_times_oil,
-                  gn.quadratic_pairs, gn.oil_forms}
+        inner |= {gfni._times_x, gfni.scalar_matrix, shuffle._times_x, shuffle._table_words, gn._add_p1_times_oil,
+                  gn.quadratic_pairs, gn.oil_forms, gfni.row_scratch}
         public_only |= {gn.evaluate_public, gn.verify}
     unclassified = _unclassified(modules, covered | public_only | inner)
     assert not unclassified, f"see secrets but are not trace-checked: {unclassified}"

@@ -54,47 +54,43 @@ def mul_vectors(c, vectors):
     return MUL[c][vectors]
 
 
-def test_mul_add_slot_multiplies_every_byte_by_the_scalar():
-    src = np.arange(256, dtype=np.uint8).view(np.uint64)         # 32 words: every byte value once
-    kernels = [gfni.mul_add_slot]
-    if HAS_GFNI:
+def row_products_of(name):
+    """(label, accumulate, flush) for set ``name``: the Python twins, and the compiled entry
+    points where this CPU runs the set."""
+    out = [("twin", gfni.row_accumulate, gfni.row_flush)]
+    if name in sets.runnable():
         import numba as nb
 
         @nb.njit
-        def compiled(dst, src, matrix):
-            for at in range(0, 32, 8):
-                gfni.mul_add_slot(dst, at, src, at, matrix, (0, 0))
-        kernels.append(lambda dst, d, s_, s, matrix, limbs: compiled(dst, s_, matrix))
-    for c in range(16):
-        start = RNG.integers(0, 2**63, 32, dtype=np.uint64)
-        expect = start.view(np.uint8) ^ (MUL[c][np.arange(256) & 15] | (MUL[c][np.arange(256) >> 4] << 4))
-        for kernel in kernels:
-            dst = start.copy()
-            for at in range(0, 32, 8):
-                if kernel is gfni.mul_add_slot:
-                    kernel(dst, at, src, at, gfni.scalar_matrix(c), (0, 0))
-            if kernel is not gfni.mul_add_slot:
-                kernel(dst, 0, src, 0, gfni.scalar_matrix(c), (0, 0))
-            assert (dst.view(np.uint8) == expect).all(), c
+        def accumulate(tmp, src, s, step, shrink, count, forms, j0, cols, limbs):
+            gfni.row_accumulate(tmp, src, s, step, shrink, count, forms, j0, cols, limbs)
+
+        @nb.njit
+        def flush(dst, d, dcol, tmp, cols, limbs, like):
+            gfni.row_flush(dst, d, dcol, tmp, cols, limbs, like)
+        out.append(("compiled", accumulate, flush))
+    return out
 
 
-def test_shuffle_tables_multiply_every_byte_by_the_scalar():
-    import numba as nb
-
-    @nb.njit
-    def compiled(dst, src, forms, limbs):
-        gfni.dot_add_slot(dst, 0, src, 0, 0, forms, 0, 1, 1, limbs)
-
+@pytest.mark.parametrize("name", ENCODED)
+@pytest.mark.parametrize("cols", [16, 15])          # every scalar; an odd count (the last pair half empty)
+def test_row_products_multiply_every_byte_by_every_scalar(name, cols):
     src = np.arange(256, dtype=np.uint8).view(np.uint64)         # 32 words: every byte value once
-    for c in range(16):
-        forms = shuffle.scalar_tables(np.array([[c]], np.uint8))
-        expect = MUL[c][np.arange(256) & 15] | (MUL[c][np.arange(256) >> 4] << 4)
-        assert (shuffle.multiply_bytes(src, forms[0]).view(np.uint8) == expect).all(), c
-        if "avx2" in sets.runnable():
-            for at in range(0, 32, 8):
-                dst = np.zeros(8, np.uint64)
-                compiled(dst, src[at:at + 8].copy(), forms, (0, 0))
-                assert (dst.view(np.uint8) == expect[8 * at:8 * at + 64]).all(), c
+    B = np.arange(16 - cols, 16, dtype=np.uint8)[None, :]        # one term: the scalars of one row
+    forms = gfni.matrix_forms(B, sets.forms_of(name))
+    for label, accumulate, flush in row_products_of(name):
+        for at in range(0, 32, 4):                                # one 32-byte slot (limbs (0,)) at a time
+            tmp = gfni.row_scratch(cols, (0,))
+            start = RNG.integers(0, 2**63, cols * 4, dtype=np.uint64)
+            dst = start.copy()
+            accumulate(tmp, src, at, 0, 0, 1, forms, 0, cols, (0,))
+            flush(dst, 0, 4, tmp, cols, (0,), sets.forms_of(name))
+            x = np.arange(8 * at, 8 * at + 32)
+            for c in range(cols):
+                scalar = B[0, c]
+                want = start[4 * c:4 * c + 4].view(np.uint8) ^ (MUL[scalar][x & 15] | (MUL[scalar][x >> 4] << 4))
+                assert (dst[4 * c:4 * c + 4].view(np.uint8) == want).all(), (label, scalar)
+            assert not tmp.any(), label                           # the flush leaves the scratch clear
 
 
 def reference_products(v, o, m, P1, P2, O):

@@ -293,7 +293,7 @@ def _mayo_encoded_targets():
                     np.array(p.f_tail, np.int64), (0,) * p.limbs, forms, np.zeros(p.k * p.o, np.uint8), units())
 
         form_of = {"gfni": ("scalar-matrices", "the GFNI bit matrices", gfni.scalar_matrices),
-                   "avx2": ("scalar-tables", "the shuffle tables", shuffle.scalar_tables)}[name]
+                   "avx2": ("pair-tables", "the entangled shuffle tables", shuffle.pair_tables)}[name]
         found += [
             Target(f"mayo-{name}-sign-attempt", f"one whole signing attempt from P1 || L on the encoding, {name} set "
                    "(all inputs secret)", _k(gn, "sign_attempt"), attempt, secret_args=("V", "r", "slots", "t"),

@@ -9,13 +9,15 @@ verification go to bit planes (for the whipping and the linear solve).
 Layout: a flat uint64 array of slots, one m-vector's m/2 bytes at the start of each slot of
 W = 4 * len(limbs) words and zero after them: first the v(v+1)/2 entries of the packed upper
 triangle P1 (row by row, j >= i), then the v x o entries of P2 (or L), row by row. Every sum is
-a dot product of scalars and m-vectors (``gfni.dot_add_slot``: the accumulator stays in
-registers). Each kernel takes ``like`` (``gf16.sets.FORMS``), an empty array of scalar forms
-whose type selects the products: GFNI bit matrices or AVX2 shuffle tables (``gf16.shuffle``);
-numba compiles and caches each set's code apart.
+one row of a matrix product: sum_q A[R, q] B[q, :] for m-vectors A and a matrix of scalars B
+(O, or the transposed vinegar or signature vectors), each A[R, q] read once for all of B's
+columns (``gfni.row_accumulate``, ``row_flush``). Each kernel takes ``like``
+(``gf16.sets.FORMS``), an empty array of scalar forms whose type selects the products: GFNI bit
+matrices or AVX2 entangled shuffle tables (``gf16.shuffle``); numba compiles and caches each
+set's code apart.
 
 Secret: the oil matrix O, the vinegar vectors, P1, L and every product. Each secret scalar becomes
-its form by arithmetic (``gfni.scalar_matrix``, ``shuffle.scalar_table``), neither the affine
+its form by arithmetic (``gfni.scalar_matrix``, ``shuffle.pair_tables``), neither the affine
 instruction's nor the shuffle's timing depends on its operands, and loops and memory positions
 follow the public sizes only.
 """
