@@ -1,5 +1,6 @@
 """Constant-time evidence: timing campaigns (dudect-style, with null runs and power) and a
-deterministic trace check of the kernels that see secrets. See CT.md at the repository root.
+deterministic trace check of the kernels that see secrets. See docs/constant-time.md in the
+repository.
 
     from pqforge.ct import registry, harness, trace
     target = registry.get("mayo-sign-key")

@@ -253,8 +253,9 @@ def analyse(camp: Campaign, shift_ns: float | None, resamples: int, rng: np.rand
 
 
 def decide(camp: Campaign) -> None:
-    """The verdict rule (see CT.md): a detection must reproduce in most real runs while the null
-    runs stay quiet; "none detected" needs quiet runs and enough power for both stated effects."""
+    """The verdict rule (see docs/constant-time.md): a detection must reproduce in most real runs
+    while the null runs stay quiet; "none detected" needs quiet runs and enough power for both
+    stated effects."""
     real, null = camp.real(), camp.null()
     hits = sum(r.max_t > camp.threshold for r in real)
     rate = camp.null_rate()

@@ -107,7 +107,7 @@ def markdown(camp: Campaign, plots: dict | None = None) -> str:
         lines += ["## Plots", ""] + [f"![{k}]({p.name})" for k, p in plots.items()] + [""]
     else:
         lines += ["(Plots need matplotlib: `pip install pqforge[ct]`.)", ""]
-    lines += ["How to read this report: see CT.md in the pqforge repository.", ""]
+    lines += ["How to read this report: see docs/constant-time.md in the pqforge repository.", ""]
     return "\n".join(lines)
 
 

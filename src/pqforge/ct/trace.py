@@ -11,9 +11,10 @@ arguments being identical):
   allocates through ``np``, or to a module-level array, with its index values. Differing index
   values mean secret-dependent memory addresses (table look-ups, secret pivots).
 
-What this cannot see is listed in CT.md: work inside numpy and builtins, subscripts of Python
-lists and tuples, arrays reached through another module's attribute, and the machine code numba
-generates from the same source (which may differ in branches the source does not have).
+What this cannot see is listed in docs/constant-time.md: work inside numpy and builtins,
+subscripts of Python lists and tuples, arrays reached through another module's attribute, and the
+machine code numba generates from the same source (which may differ in branches the source does
+not have).
 """
 
 from __future__ import annotations
