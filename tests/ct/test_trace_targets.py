@@ -45,7 +45,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
                                             "public_pairs", "public_pairs_nibbles", "_public_pairs_any",
                                             "_public_pairs_checked", "_public_pairs", "_drain_buckets",
                                             "_times_x", "_nibbles_times_x", "_aligned_zeros", "slots_to_bitsliced",
-                                            "decode_nibbles_into", "equals_nibbles", "verify_sized")}
+                                            "equals_nibbles", "verify_sized", "encode_nibbles_into")}
     inner = {getattr(mk, n) for n in ("_entry", "_lowest_bit", "_gt_bit", "_bit_masks", "bitslice_into",
                                       "_shift_xor", "whip_bitsliced", "_transpose64",
                                       "sample_solution_bitsliced", "whip_and_solve", "_planes_times_x",
@@ -90,7 +90,7 @@ def test_every_secret_mceliece_kernel_is_registered_or_named_as_a_gap():
     public_only = {benes.bitrev_planes, matrix.pack_public_key, matrix.padding_ok}
     # they see secrets but have no target of their own; named so that the gap stays in view
     unregistered = {
-        # key generation's matrix work and its support (CT.md: not registered)
+        # key generation's matrix work and its support (docs/constant-time.md: not registered)
         matrix.parity_check_matrix, matrix.eliminate_rows, matrix.move_pivot_columns, matrix._add_masked,
         matrix._get64, matrix._put64, matrix._ctz64, gf.vec_times_z_table, gf.vec_eval_table, gf.vec_mul_table,
         gf.vec_add_scalar, gf.vec_from_scalars, benes.support_from_control_bits,

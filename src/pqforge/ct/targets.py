@@ -193,6 +193,10 @@ def _mayo_kernel_targets():
     def assemble(p, rng, fixed):
         return (_el(rng, p.k, p.v), _el(rng, p.v, p.o), _el(rng, p.k * p.o), p.n, np.zeros(p.k * p.n, np.uint8))
 
+    def vinegar_bytes(p, rng, fixed):      # signing's SHAKE output decoded into the vinegar vectors
+        return (rng.integers(0, 256, p.k * p.v_bytes + p.r_bytes, dtype=np.uint8),
+                np.zeros((p.k, 2 * p.v_bytes), np.uint8))
+
     def pairs(p, rng, fixed):              # U[i, j] = v_i^T P1 v_j: V and P1 secret in signing
         return (_el(rng, p.k, p.v), packed(rng, p, p.v), np.zeros((p.k, p.k, p.words), np.uint64))
 
@@ -252,6 +256,8 @@ def _mayo_kernel_targets():
                classes=("rank m-1", "random"), declassified=(RANK_BIT,), **algs),
         Target("mayo-assemble-signature", "s_i = (v_i + O x_i, x_i) (V, O, x secret)",
                _k(mk, "assemble_signature"), assemble, secret_args=("V", "O", "x"), **algs),
+        Target("mayo-decode-vinegar", "the vinegar vectors from their bytes (the bytes secret)",
+               _k(mk, "decode_nibbles_into"), vinegar_bytes, secret_args=("data",), **algs),
     ]
 
 

@@ -970,10 +970,20 @@ def evaluate_public_sized(S, P, limbs, nibbles, f_tail, y, units):
 @nb.njit(**_JIT)
 def decode_nibbles_into(data, out):
     """out (any shape, C order) = the first elements of the nibble string ``data`` (uint8, low
-    nibble first). Public data only (a signature, in verification)."""
+    nibble first). data may be secret (the vinegar bytes in signing): shifts at public positions."""
     flat = out.reshape(-1)
     for i in range(flat.shape[0]):
         flat[i] = (data[i >> 1] >> (4 * (i & 1))) & 15
+
+
+@nb.njit(**_JIT)
+def encode_nibbles_into(elements, out):
+    """out (uint8) = the elements (1-D) two a byte, low nibble first, an odd count padded with 0.
+    Public data (a signature's elements)."""
+    for b in range(out.shape[0]):
+        low = elements[2 * b]
+        high = elements[2 * b + 1] if 2 * b + 1 < elements.shape[0] else 0
+        out[b] = low | (high << 4)
 
 
 @nb.njit(**_JIT)

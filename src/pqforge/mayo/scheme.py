@@ -56,6 +56,10 @@ SIGN_ATTEMPT = {
     "portable": (Ahead(kernels.sign_attempt, (_u8[2], _u8[1], _u64[2], _u64[3], _u8[1], _tail, _u8[1], _addresses)),) * 3,
 }
 ASSEMBLE = Ahead(kernels.assemble_signature, (_u8[2], _u8[2], _u8[1], _int, _u8[1]))
+_hash = types.Array(types.uint8, 1, "C", readonly=True)          # np.frombuffer of a digest
+NIBBLES = (Ahead(kernels.decode_nibbles_into, (_hash, _u8[2])), Ahead(kernels.decode_nibbles_into, (_hash, _u8[1])),
+           Ahead(kernels.encode_nibbles_into, (_u8[1], _u8[1])))
+"""Signing's byte boundary: the target, the vinegar bytes and the signature's encoding."""
 VERIFY = {
     **{name: tuple(Ahead(gfni_kernels.verify, (_bytes, _bytes, _u8[1], _int, _int, _int, types.UniTuple(_int, limbs),
                                                forms, _tail, _addresses)) for limbs in _LIMBS)
@@ -69,7 +73,7 @@ verifications with one key, with its own notice)."""
 
 def _signing(p: MayoParams) -> tuple:
     """Signing's kernels for p, the largest first (the solver, the whip: ``kernels.units()``)."""
-    return kernels.SOLVE, kernels.WHIP, SIGN_ATTEMPT[sets.NAME][p.limbs - 1], ASSEMBLE
+    return kernels.SOLVE, kernels.WHIP, SIGN_ATTEMPT[sets.NAME][p.limbs - 1], ASSEMBLE, *NIBBLES
 
 
 def _verifying(p: MayoParams) -> tuple:
@@ -349,7 +353,9 @@ def _public_entry_places(params: MayoParams):
 
 def _target(params: MayoParams, digest: bytes, salt: bytes) -> np.ndarray:
     """t = Decode_vec(m, SHAKE256(M_digest || salt))."""
-    return decode_nibbles(shake256(digest + salt, params.m_bytes), params.m).copy()
+    t = np.empty(params.m, np.uint8)
+    kernels.decode_nibbles_into(np.frombuffer(shake256(digest + salt, params.m_bytes), np.uint8), t)
+    return t
 
 
 @_compiling("sign")
@@ -363,13 +369,14 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     x = np.zeros(k * o, np.uint8)
     vb = params.v_bytes
     units = kernels.units()
+    vinegar = np.empty((k, 2 * vb), np.uint8)
+    r = np.empty(k * o, np.uint8)
     for ctr in range(256):
-        vr = shake256(digest + salt + esk.seed_sk + bytes([ctr]), k * vb + params.r_bytes)
-        nibbles = decode_nibbles(vr, 2 * len(vr))
-        V = nibbles[:2 * k * vb].reshape(k, 2 * vb)[:, :v]         # v_i = Decode_vec(n - o, V[i vb : (i+1) vb])
-        r = nibbles[2 * k * vb:2 * k * vb + k * o]                # r = Decode_vec(ko, V[k vb : ...])
+        vr = np.frombuffer(shake256(digest + salt + esk.seed_sk + bytes([ctr]), k * vb + params.r_bytes), np.uint8)
+        kernels.decode_nibbles_into(vr, vinegar)                  # v_i = Decode_vec(n - o, V[i vb : (i+1) vb])
+        kernels.decode_nibbles_into(vr[k * vb:], r)               # r = Decode_vec(ko, V[k vb : ...])
+        V = np.ascontiguousarray(vinegar[:, :v])                  # no copy when v fills the bytes
         # M_i = v_i^T L, U[i, j] = v_i^T P1 v_j, A and y = t - sum z^ell u whipped, A x = y solved
-        V = np.ascontiguousarray(V)
         if sets.ENCODED and esk.slots is not None:
             full_rank = gfni_kernels.sign_attempt(V, r, esk.slots, o, t, f_tail, params.zero_limbs, sets.FORMS, x,
                                                   units)
@@ -381,7 +388,9 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
         raise InvalidKey(NO_FULL_RANK)
     s = np.zeros(k * params.n, np.uint8)
     kernels.assemble_signature(V, esk.O, x, params.n, s)
-    return encode_nibbles(s) + salt
+    encoded = np.empty(params.sig_bytes - params.salt_bytes, np.uint8)
+    kernels.encode_nibbles_into(s, encoded)
+    return encoded.tobytes() + salt
 
 
 def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -> bool:
