@@ -1,0 +1,365 @@
+"""BENCHMARKS.md's generated tables, from the results kept under benchmarks/.
+
+    python benchmarks/tables.py            # print every block
+    python benchmarks/tables.py --write    # replace the blocks in BENCHMARKS.md
+    python benchmarks/tables.py --check    # exit 1 if BENCHMARKS.md is not up to date
+    python benchmarks/tables.py FILE...    # print the tables of these results files only
+
+Comparisons: every ``benchmarks/results/*.jsonl`` (format in benchmarks/results/README.md). For
+each (comparison, machine) the newest run (date, then time_utc, then file name) gives one
+table: per parameter set and operation, each implementation's best figure over the rounds (the
+least time, or the greatest rate) and its ratio to the reference implementation named in the
+run's meta line. GPU: the newest ``benchmarks/h200-*.json`` (written by pqforge.gpu.bench)
+gives throughput, latency and kernel tables.
+
+A block sits between ``<!-- tables:begin NAME -->`` and ``<!-- tables:end NAME -->`` in
+BENCHMARKS.md, NAME being the comparison (or ``gpu``); everything outside the markers is left
+as it is. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+DOCUMENT = HERE.parent / "BENCHMARKS.md"
+
+REQUIRED = ("comparison", "machine", "date", "unit", "reference", "command", "method")
+UNITS = {"us": ("µs", "lower"), "ms": ("ms", "lower"), "s": ("s", "lower"),
+         "per_s": ("per second", "higher")}
+
+
+class ResultsError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- results files
+
+def load_run(path: Path) -> dict:
+    """The meta line and the rows of one results file, checked."""
+    meta, rows = None, []
+    with path.open(encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ResultsError(f"{where}: not JSON ({e.msg})") from None
+            if not isinstance(record, dict):
+                raise ResultsError(f"{where}: not a JSON object")
+            if meta is None:
+                meta = _check_meta(record, where)
+            else:
+                rows.append(_check_row(record, meta["unit"], where))
+    if meta is None:
+        raise ResultsError(f"{path}: empty")
+    if not rows:
+        raise ResultsError(f"{path}: a meta line but no rows")
+    return {"path": path, "meta": meta, "rows": rows}
+
+
+def _check_meta(record: dict, where: str) -> dict:
+    meta = record.get("meta")
+    if not isinstance(meta, dict):
+        raise ResultsError(f'{where}: the first line must be {{"meta": {{...}}}}')
+    missing = [k for k in REQUIRED if not isinstance(meta.get(k), str) or not meta[k].strip()]
+    if missing:
+        raise ResultsError(f"{where}: meta lacks {', '.join(missing)}")
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", meta["date"]):
+        raise ResultsError(f"{where}: date {meta['date']!r} is not YYYY-MM-DD")
+    better = meta.get("better") or UNITS.get(meta["unit"], (None, None))[1]
+    if better not in ("lower", "higher"):
+        raise ResultsError(f"{where}: unit {meta['unit']!r} is not one of {', '.join(UNITS)}; "
+                           'say "better": "lower" or "higher"')
+    return dict(meta, better=better)
+
+
+def _check_row(record: dict, unit: str, where: str) -> dict:
+    figures = record.get(unit)
+    if not isinstance(record.get("round"), int) or isinstance(record.get("round"), bool):
+        raise ResultsError(f"{where}: round must be an integer")
+    for key in ("alg", "impl"):
+        if not isinstance(record.get(key), str) or not record[key]:
+            raise ResultsError(f"{where}: {key} must be a non-empty string")
+    if not isinstance(figures, dict) or not figures:
+        raise ResultsError(f'{where}: the figures must be an object under "{unit}" (the unit)')
+    for op, value in figures.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ResultsError(f"{where}: {op} = {value!r} is not a non-negative number")
+    return {"round": record["round"], "alg": record["alg"], "impl": record["impl"],
+            "figures": figures}
+
+
+def newest_runs(runs: list[dict]) -> dict[tuple[str, str], dict]:
+    """The newest run of each (comparison, machine)."""
+    newest: dict[tuple[str, str], dict] = {}
+    for run in runs:
+        meta = run["meta"]
+        key = (meta["comparison"], meta["machine"])
+        order = (meta["date"], meta.get("time_utc") or "", run["path"].name)
+        if key not in newest or order > newest[key][0]:
+            newest[key] = (order, run)
+    return {key: run for key, (_, run) in newest.items()}
+
+
+def _in_order(values) -> list:
+    seen: dict = {}
+    for v in values:
+        seen.setdefault(v, None)
+    return list(seen)
+
+
+def _shown(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(HERE.parent).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def number(value: float) -> str:
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.1f}"
+
+
+def comparison_table(run: dict) -> str:
+    meta, rows = run["meta"], run["rows"]
+    pick = min if meta["better"] == "lower" else max
+    best: dict[tuple[str, str, str], float] = {}
+    for row in rows:
+        for op, value in row["figures"].items():
+            key = (row["alg"], row["impl"], op)
+            best[key] = pick(best[key], value) if key in best else value
+    algs = _in_order(r["alg"] for r in rows)
+    ops = _in_order(op for r in rows for op in r["figures"])
+    reference = meta["reference"]
+    impls = _in_order(r["impl"] for r in rows)
+    others = [i for i in impls if i != reference]
+    unit = UNITS.get(meta["unit"], (meta["unit"], None))[0]
+    rounds = sorted({r["round"] for r in rows})
+
+    head = ["set", "operation"]
+    head += [f"{reference} ({unit})"] if reference in impls else []
+    head += [f"{impl} ({unit}, ratio)" for impl in others]
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
+    for alg in algs:
+        for op in ops:
+            if not any((alg, impl, op) in best for impl in impls):
+                continue
+            ref = best.get((alg, reference, op))
+            cells = [alg, op]
+            if reference in impls:
+                cells.append(number(ref) if ref is not None else "—")
+            for impl in others:
+                value = best.get((alg, impl, op))
+                if value is None:
+                    cells.append("—")
+                elif ref:
+                    cells.append(f"{number(value)} ({value / ref:.2f}x)")
+                else:
+                    cells.append(number(value))
+            lines.append("| " + " | ".join(cells) + " |")
+
+    when = meta["date"] + (f", {meta['time_utc']} UTC" if meta.get("time_utc") else "")
+    out = [f"**{meta['machine']}**, {when}; `{_shown(run['path'])}`.", "", *lines, ""]
+    ratio = ("ratio = figure / reference, above 1 slower than the reference"
+             if meta["better"] == "lower" else
+             "ratio = figure / reference, above 1 faster than the reference")
+    out.append(f"- Figures: the {'least' if meta['better'] == 'lower' else 'greatest'} over "
+               f"{len(rounds)} round{'s' if len(rounds) != 1 else ''} per side; {ratio} "
+               f"({reference}).")
+    if reference not in impls:
+        out.append(f"- The reference {reference} has no rows in this run: no ratios.")
+    if meta.get("cpu"):
+        out.append(f"- Machine: {meta['cpu']}.")
+    if meta.get("kernels"):
+        out.append(f"- Kernels: {meta['kernels']}.")
+    out.append(f"- pqforge: `{meta['command']}`" +
+               (f" (commit {meta['commit']})." if meta.get("commit") else "."))
+    if meta.get("reference_build") or meta.get("reference_command"):
+        parts = [p for p in (meta.get("reference_build"), meta.get("reference_command")) if p]
+        out.append(f"- {reference}: " + "; timed by ".join(parts) + ".")
+    out.append(f"- Method: {meta['method']}.")
+    if meta.get("note"):
+        out.append(f"- {meta['note']}")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- GPU (pqforge.gpu.bench JSON)
+
+GPU_COLUMNS = (   # (heading, path, keys): the rows pqforge.gpu.bench writes
+    ("verify, same key", "bitsliced", "same key"),
+    ("verify, distinct keys", "bitsliced", "distinct keys (one expansion per signature)"),
+    ("sign, same key", "bitsliced sign", "same key"),
+    ("sign, distinct keys", "bitsliced sign", "distinct keys (one expansion per signature)"),
+    ("keygen", "bitsliced keygen", "distinct keys"),
+    ("tensor verify", "tensor (cupy)", "same key"),
+    ("tensor sign", "tensor sign (cupy)", "same key"),
+)
+GPU_LATENCY_EXTRA = (
+    ("expand a public key", "bitsliced", "expand one key"),
+    ("expand a secret key", "bitsliced sign", "expand one secret key"),
+)
+
+
+def newest_gpu_file() -> Path | None:
+    best = None
+    for path in sorted(HERE.glob("h200-*.json")):
+        try:
+            date = json.loads(path.read_text(encoding="utf-8"))["machine"]["date"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ResultsError(f"{path}: not a pqforge.gpu.bench result ({e})") from None
+        if best is None or (date, path.name) > best[0]:
+            best = ((date, path.name), path)
+    return best[1] if best else None
+
+
+def gpu_tables(path: Path) -> str:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    machine, results = data.get("machine", {}), data.get("results", [])
+    measured: dict[tuple[str, str, str], dict[int, dict]] = {}
+    for r in results:
+        if r.get("per_s") is None or str(r.get("note", "")).startswith("first call"):
+            continue   # skipped points, and first calls (they include compiling)
+        measured.setdefault((r["alg"], r["path"], r["keys"]), {})[r["batch"]] = r
+    algs = _in_order(r["alg"] for r in results)
+    largest = max((b for points in measured.values() for b in points), default=0)
+
+    out = [f"**{machine.get('gpu', 'GPU')}**, host {machine.get('processor', '?')} "
+           f"({machine.get('cpus', '?')} cores), Python {machine.get('python', '?')}, "
+           f"{machine.get('date', '?')}; `{_shown(path)}`.", "",
+           f"Throughput per second at a batch of {largest:,} (in brackets: the largest batch "
+           "that ran where a larger one was skipped):", ""]
+    head = ["set"] + [c[0] for c in GPU_COLUMNS]
+    out += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for alg in algs:
+        cells = [alg]
+        for _, p, k in GPU_COLUMNS:
+            points = measured.get((alg, p, k), {})
+            batch = max((b for b in points if b > 1), default=None)
+            if batch is None:
+                cells.append("—")
+            else:
+                text = f"{points[batch]['per_s']:,.0f}"
+                cells.append(text if batch == largest else f"{text} ({batch:,})")
+        out.append("| " + " | ".join(cells) + " |")
+
+    out += ["", "Latency of one operation (batch 1, ms, kernels compiled):", ""]
+    columns = GPU_COLUMNS[:1] + GPU_COLUMNS[2:3] + GPU_COLUMNS[4:5] + GPU_LATENCY_EXTRA + \
+        GPU_COLUMNS[5:]
+    head = ["set"] + [c[0].replace(", same key", "") for c in columns]
+    out += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for alg in algs:
+        cells = [alg]
+        for _, p, k in columns:
+            point = measured.get((alg, p, k), {}).get(1)
+            cells.append(f"{point['seconds'] * 1000:.1f}" if point else "—")
+        out.append("| " + " | ".join(cells) + " |")
+
+    model = data.get("model") or []
+    rate = next((m["ops_per_s"] for m in model if m.get("kernel") == "word-op rate"), None)
+    kernels = [m for m in model if "threads" in m]
+    if kernels:
+        out += ["", "The kernels alone (no transfers, no host work) per block size, against the "
+                "operation-count model" + (f" (the device's measured masked-XOR rate, "
+                f"{rate:.3g} word operations per second)".replace("e+", "e") if rate else "") + ":", "",
+                "| set | kernel | batch | threads/block | per second | ops/instance | "
+                "model per second | % of model |",
+                "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for m in kernels:
+            model_rate = m["batch"] / m["model_s"] if m.get("model_s") else None
+            out.append(f"| {m.get('alg', '')} | {m['kernel']} | {m['batch']:,} | {m['threads']} | "
+                       f"{m['per_s']:,.0f} | {m['ops_per_instance']:,.0f} | "
+                       + (f"{model_rate:,.0f}" if model_rate else "—") +
+                       f" | {m['pct_of_model']:.1f}% |")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- the document
+
+def blocks() -> dict[str, str]:
+    runs = [load_run(p) for p in sorted(RESULTS.glob("*.jsonl"))]
+    by_comparison: dict[str, list[str]] = {}
+    for (comparison, machine), run in sorted(newest_runs(runs).items()):
+        by_comparison.setdefault(comparison, []).append(comparison_table(run))
+    out = {name: "\n\n".join(tables) for name, tables in by_comparison.items()}
+    gpu = newest_gpu_file()
+    if gpu is not None:
+        out["gpu"] = gpu_tables(gpu)
+    return out
+
+
+MARKER = re.compile(r"(<!-- tables:begin (\S+) -->\n)(.*?)(<!-- tables:end \2 -->)", re.S)
+
+
+def fill(document: str, generated: dict[str, str]) -> tuple[str, list[str]]:
+    """The document with every block replaced, and what could not be placed."""
+    problems, placed = [], set()
+
+    def replace(match: re.Match) -> str:
+        name = match.group(2)
+        placed.add(name)
+        if name not in generated:
+            problems.append(f"BENCHMARKS.md has a block {name!r} but there are no results for it")
+            body = f"*No results for `{name}`.*"
+        else:
+            body = generated[name]
+        return f"{match.group(1)}\n{body}\n\n{match.group(4)}"
+
+    document = MARKER.sub(replace, document)
+    for name in generated:
+        if name not in placed:
+            problems.append(f"no block for {name!r} in BENCHMARKS.md: add "
+                            f"'<!-- tables:begin {name} -->' and '<!-- tables:end {name} -->'")
+    return document, problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*", type=Path, help="results files to print alone")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--write", action="store_true", help="replace the blocks in BENCHMARKS.md")
+    what.add_argument("--check", action="store_true",
+                      help="exit 1 if BENCHMARKS.md differs from what --write would make")
+    args = parser.parse_args(argv)
+    try:
+        if args.files:
+            if args.write or args.check:
+                parser.error("FILE... only prints")
+            print("\n\n".join(comparison_table(load_run(p)) for p in args.files))
+            return 0
+        generated = blocks()
+    except (ResultsError, OSError) as e:
+        print(f"tables.py: {e}", file=sys.stderr)
+        return 2
+    if not (args.write or args.check):
+        for name, body in generated.items():
+            print(f"<!-- tables:begin {name} -->\n\n{body}\n\n<!-- tables:end {name} -->\n")
+        return 0
+    document = DOCUMENT.read_text(encoding="utf-8")
+    updated, problems = fill(document, generated)
+    for problem in problems:
+        print(f"tables.py: {problem}", file=sys.stderr)
+    if args.check:
+        if updated != document:
+            print("tables.py: BENCHMARKS.md is not up to date: "
+                  "run python benchmarks/tables.py --write", file=sys.stderr)
+            return 1
+        return 1 if problems else 0
+    if updated != document:
+        DOCUMENT.write_text(updated, encoding="utf-8")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
