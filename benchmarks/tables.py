@@ -123,6 +123,18 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def text(markdown: str) -> str:
+    """A free-text field as Markdown: < and > escaped outside `code spans` (not taken for HTML)."""
+    parts = re.split(r"(`[^`]*`)", markdown)
+    return "".join(part if part.startswith("`") and part.endswith("`") and len(part) > 1 else
+                   part.replace("<", "&lt;").replace(">", "&gt;") for part in parts)
+
+
+def cell(value: str) -> str:
+    """A name in a table cell."""
+    return text(value).replace("|", "\\|")
+
+
 def number(value: float) -> str:
     if abs(value) >= 1000:
         return f"{value:,.0f}"
@@ -148,8 +160,8 @@ def comparison_table(run: dict) -> str:
     rounds = sorted({r["round"] for r in rows})
 
     head = ["set", "operation"]
-    head += [f"{reference} ({unit})"] if reference in impls else []
-    head += [f"{impl} ({unit}, ratio)" for impl in others]
+    head += [f"{cell(reference)} ({unit})"] if reference in impls else []
+    head += [f"{cell(impl)} ({unit}, ratio)" for impl in others]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
     for alg in algs:
@@ -157,7 +169,7 @@ def comparison_table(run: dict) -> str:
             if not any((alg, impl, op) in best for impl in impls):
                 continue
             ref = best.get((alg, reference, op))
-            cells = [alg, op]
+            cells = [cell(alg), cell(op)]
             if reference in impls:
                 cells.append(number(ref) if ref is not None else "—")
             for impl in others:
@@ -171,27 +183,27 @@ def comparison_table(run: dict) -> str:
             lines.append("| " + " | ".join(cells) + " |")
 
     when = meta["date"] + (f", {meta['time_utc']} UTC" if meta.get("time_utc") else "")
-    out = [f"**{meta['machine']}**, {when}; `{_shown(run['path'])}`.", "", *lines, ""]
+    out = [f"**{text(meta['machine'])}**, {when}; `{_shown(run['path'])}`.", "", *lines, ""]
     ratio = ("ratio = figure / reference, above 1 slower than the reference"
              if meta["better"] == "lower" else
              "ratio = figure / reference, above 1 faster than the reference")
     out.append(f"- Figures: the {'least' if meta['better'] == 'lower' else 'greatest'} over "
                f"{len(rounds)} round{'s' if len(rounds) != 1 else ''} per side; {ratio} "
-               f"({reference}).")
+               f"({text(reference)}).")
     if reference not in impls:
         out.append(f"- The reference {reference} has no rows in this run: no ratios.")
     if meta.get("cpu"):
-        out.append(f"- Machine: {meta['cpu']}.")
+        out.append(f"- Machine: {text(meta['cpu'])}.")
     if meta.get("kernels"):
-        out.append(f"- Kernels: {meta['kernels']}.")
+        out.append(f"- Kernels: {text(meta['kernels'])}.")
     out.append(f"- pqforge: `{meta['command']}`" +
                (f" (commit {meta['commit']})." if meta.get("commit") else "."))
     if meta.get("reference_build") or meta.get("reference_command"):
         parts = [p for p in (meta.get("reference_build"), meta.get("reference_command")) if p]
-        out.append(f"- {reference}: " + "; timed by ".join(parts) + ".")
-    out.append(f"- Method: {meta['method']}.")
+        out.append(f"- {text(reference)}: " + text("; timed by ".join(parts)) + ".")
+    out.append(f"- Method: {text(meta['method'])}.")
     if meta.get("note"):
-        out.append(f"- {meta['note']}")
+        out.append(f"- {text(meta['note'])}")
     return "\n".join(out)
 
 
