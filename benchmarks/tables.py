@@ -9,7 +9,7 @@ Comparisons: every ``benchmarks/results/*.jsonl`` (format in benchmarks/results/
 each (comparison, machine) the newest run (date, then time_utc, then file name) gives one
 table: per parameter set and operation, each implementation's best figure over the rounds (the
 least time, or the greatest rate) and its ratio to the reference implementation named in the
-run's meta line. GPU: the newest ``benchmarks/h200-*.json`` (written by pqforge.gpu.bench)
+run's meta line, if it names one. GPU: the newest ``benchmarks/h200-*.json`` (written by pqforge.gpu.bench)
 gives throughput, latency and kernel tables.
 
 A block sits between ``<!-- tables:begin NAME -->`` and ``<!-- tables:end NAME -->`` in
@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 DOCUMENT = HERE.parent / "BENCHMARKS.md"
 
-REQUIRED = ("comparison", "machine", "date", "unit", "reference", "command", "method")
+REQUIRED = ("comparison", "machine", "date", "command", "method")
 UNITS = {"us": ("µs", "lower"), "ms": ("ms", "lower"), "s": ("s", "lower"),
          "per_s": ("per second", "higher")}
 
@@ -57,11 +57,23 @@ def load_run(path: Path) -> dict:
             if meta is None:
                 meta = _check_meta(record, where)
             else:
-                rows.append(_check_row(record, meta["unit"], where))
+                rows.append(_check_row(record, where))
     if meta is None:
         raise ResultsError(f"{path}: empty")
     if not rows:
         raise ResultsError(f"{path}: a meta line but no rows")
+    keys = {row["key"] for row in rows}
+    if len(keys) != 1:
+        raise ResultsError(f"{path}: the rows' figures are under different keys: {sorted(keys)}")
+    key = keys.pop()
+    # the unit: the rows' key ("us", "per_s", ...); the meta's "unit" may say more in words
+    unit = meta.get("unit") or key
+    known = UNITS.get(key) or UNITS.get(re.match(r"\S*", unit).group())
+    better = meta.get("better") or (known[1] if known else None)
+    if better not in ("lower", "higher"):
+        raise ResultsError(f'{path}: figures under "{key}" are not in a known unit '
+                           f"({', '.join(UNITS)}); say \"better\": \"lower\" or \"higher\" in the meta")
+    meta = dict(meta, better=better, key=key, unit_shown=known[0] if known else key)
     return {"path": path, "meta": meta, "rows": rows}
 
 
@@ -74,27 +86,28 @@ def _check_meta(record: dict, where: str) -> dict:
         raise ResultsError(f"{where}: meta lacks {', '.join(missing)}")
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", meta["date"]):
         raise ResultsError(f"{where}: date {meta['date']!r} is not YYYY-MM-DD")
-    better = meta.get("better") or UNITS.get(meta["unit"], (None, None))[1]
-    if better not in ("lower", "higher"):
-        raise ResultsError(f"{where}: unit {meta['unit']!r} is not one of {', '.join(UNITS)}; "
-                           'say "better": "lower" or "higher"')
-    return dict(meta, better=better)
+    for k in ("unit", "reference", "time_utc", "better"):
+        if meta.get(k) is not None and not isinstance(meta[k], str):
+            raise ResultsError(f"{where}: meta {k} must be a string")
+    return meta
 
 
-def _check_row(record: dict, unit: str, where: str) -> dict:
-    figures = record.get(unit)
+def _check_row(record: dict, where: str) -> dict:
     if not isinstance(record.get("round"), int) or isinstance(record.get("round"), bool):
         raise ResultsError(f"{where}: round must be an integer")
     for key in ("alg", "impl"):
         if not isinstance(record.get(key), str) or not record[key]:
             raise ResultsError(f"{where}: {key} must be a non-empty string")
-    if not isinstance(figures, dict) or not figures:
-        raise ResultsError(f'{where}: the figures must be an object under "{unit}" (the unit)')
+    rest = [k for k in record if k not in ("round", "alg", "impl")]
+    if len(rest) != 1 or not isinstance(record[rest[0]], dict) or not record[rest[0]]:
+        raise ResultsError(f"{where}: a row is round, alg, impl and one object of figures "
+                           '(under its unit: "us", "per_s", ...)')
+    figures = record[rest[0]]
     for op, value in figures.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
             raise ResultsError(f"{where}: {op} = {value!r} is not a non-negative number")
     return {"round": record["round"], "alg": record["alg"], "impl": record["impl"],
-            "figures": figures}
+            "key": rest[0], "figures": figures}
 
 
 def newest_runs(runs: list[dict]) -> dict[tuple[str, str], dict]:
@@ -143,6 +156,16 @@ def number(value: float) -> str:
     return f"{value:.1f}"
 
 
+KNOWN = {"comparison", "machine", "date", "time_utc", "unit", "reference", "command", "method",
+         "reference_build", "reference_command", "cpu", "kernels", "commit", "better", "note",
+         "key", "unit_shown"}
+
+
+def _sentence(markdown: str) -> str:
+    markdown = text(markdown.strip())
+    return markdown if markdown.endswith((".", "!", "?")) else markdown + "."
+
+
 def comparison_table(run: dict) -> str:
     meta, rows = run["meta"], run["rows"]
     pick = min if meta["better"] == "lower" else max
@@ -153,24 +176,25 @@ def comparison_table(run: dict) -> str:
             best[key] = pick(best[key], value) if key in best else value
     algs = _in_order(r["alg"] for r in rows)
     ops = _in_order(op for r in rows for op in r["figures"])
-    reference = meta["reference"]
     impls = _in_order(r["impl"] for r in rows)
+    reference = meta.get("reference") if meta.get("reference") in impls else None
     others = [i for i in impls if i != reference]
-    unit = UNITS.get(meta["unit"], (meta["unit"], None))[0]
+    unit = meta["unit_shown"]
     rounds = sorted({r["round"] for r in rows})
 
     head = ["set", "operation"]
-    head += [f"{cell(reference)} ({unit})"] if reference in impls else []
-    head += [f"{cell(impl)} ({unit}, ratio)" for impl in others]
+    head += [f"{cell(reference)} ({unit})"] if reference else []
+    head += [f"{cell(impl)} ({unit}, ratio)" if reference else f"{cell(impl)} ({unit})"
+             for impl in others]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "---|" * 2 + "---:|" * (len(head) - 2)]
     for alg in algs:
         for op in ops:
             if not any((alg, impl, op) in best for impl in impls):
                 continue
-            ref = best.get((alg, reference, op))
+            ref = best.get((alg, reference, op)) if reference else None
             cells = [cell(alg), cell(op)]
-            if reference in impls:
+            if reference:
                 cells.append(number(ref) if ref is not None else "—")
             for impl in others:
                 value = best.get((alg, impl, op))
@@ -184,26 +208,34 @@ def comparison_table(run: dict) -> str:
 
     when = meta["date"] + (f", {meta['time_utc']} UTC" if meta.get("time_utc") else "")
     out = [f"**{text(meta['machine'])}**, {when}; `{_shown(run['path'])}`.", "", *lines, ""]
-    ratio = ("ratio = figure / reference, above 1 slower than the reference"
-             if meta["better"] == "lower" else
-             "ratio = figure / reference, above 1 faster than the reference")
-    out.append(f"- Figures: the {'least' if meta['better'] == 'lower' else 'greatest'} over "
-               f"{len(rounds)} round{'s' if len(rounds) != 1 else ''} per side; {ratio} "
-               f"({text(reference)}).")
-    if reference not in impls:
-        out.append(f"- The reference {reference} has no rows in this run: no ratios.")
+    figures = ("- Figures: one round" if len(rounds) == 1 else
+               f"- Figures: the {'least' if meta['better'] == 'lower' else 'greatest'} over "
+               f"{len(rounds)} rounds")
+    if reference:
+        figures += (f" per side; ratio = figure / {text(reference)}, above 1 "
+                    f"{'slower' if meta['better'] == 'lower' else 'faster'} than it.")
+    else:
+        figures += "." if not meta.get("reference") else \
+            f"; the reference {text(meta['reference'])} has no rows in this run, so no ratios."
+    out.append(figures)
+    if meta.get("unit") and meta["unit"] != meta["key"]:
+        out.append(f"- Unit: {_sentence(meta['unit'])}")
     if meta.get("cpu"):
-        out.append(f"- Machine: {text(meta['cpu'])}.")
+        out.append(f"- Machine: {_sentence(meta['cpu'])}")
     if meta.get("kernels"):
-        out.append(f"- Kernels: {text(meta['kernels'])}.")
-    out.append(f"- pqforge: `{meta['command']}`" +
-               (f" (commit {meta['commit']})." if meta.get("commit") else "."))
+        out.append(f"- Kernels: {_sentence(meta['kernels'])}")
+    out.append(f"- Command: {_sentence(meta['command'])}")
+    if meta.get("commit"):
+        out.append(f"- Commit: {_sentence(meta['commit'])}")
     if meta.get("reference_build") or meta.get("reference_command"):
         parts = [p for p in (meta.get("reference_build"), meta.get("reference_command")) if p]
-        out.append(f"- {text(reference)}: " + text("; timed by ".join(parts)) + ".")
-    out.append(f"- Method: {text(meta['method'])}.")
+        out.append(f"- {text(meta['reference'])}: " + _sentence("; timed by ".join(parts)))
+    out.append(f"- Method: {_sentence(meta['method'])}")
+    for key, value in meta.items():
+        if key not in KNOWN and isinstance(value, str) and value.strip():
+            out.append(f"- {text(key.replace('_', ' ').capitalize())}: {_sentence(value)}")
     if meta.get("note"):
-        out.append(f"- {text(meta['note'])}")
+        out.append(f"- {_sentence(meta['note'])}")
     return "\n".join(out)
 
 
