@@ -21,7 +21,7 @@ from numba import types
 from .._compile_cache import Operation, compiling
 from .._units import Ahead, obtain, prefetch
 from ..errors import InvalidKey
-from ..gf16 import decode_nibbles, encode_nibbles, sets, unbitslice
+from ..gf16 import encode_nibbles, sets, unbitslice
 from ..gf16.kernels import bitslice_nibble_rows, stream_words
 from ..symmetric import aes128_ctr, aes128_ctr_into, aes128_ctr_scratch, shake256
 from . import gfni_kernels, kernels
@@ -128,8 +128,10 @@ def dense_upper(packed: np.ndarray, size: int) -> np.ndarray:
 
 
 def decode_oil(params: MayoParams, data: bytes) -> np.ndarray:
-    """The oil matrix O, (n-o) x o elements, row by row."""
-    return decode_nibbles(data, params.v * params.o).reshape(params.v, params.o)
+    """The oil matrix O, (n-o) x o elements, row by row (secret: a compiled loop of shifts)."""
+    O = np.empty((params.v, params.o), np.uint8)
+    kernels.decode_nibbles_into(np.frombuffer(data, np.uint8), O)
+    return O
 
 
 # -- keys in their internal form -----------------------------------------------------------------
