@@ -85,7 +85,7 @@ def accumulate_pairs(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs)
     """tmp += sum_{q < count} src[s_q ..] (x) row j0 + q of B, in the entangled form: for each
     pair p of B's columns, slot 2p collects the shuffles of the low nibbles through the pair's
     table, slot 2p + 1 those of the high nibbles (``flush_pairs`` turns them into products).
-    Source offsets as ``gfni.dot_add_column_slot`` (s, then growing by step - q shrink); slots
+    Source offsets as ``gfni.row_accumulate`` (s, then growing by step - q shrink); slots
     of W = 4 len(limbs) words. Compiled: each source block is loaded and split into nibbles once
     for all of B's columns, then one shuffle a product. This twin selects table entries by masks
     (the nibbles may be secret)."""
