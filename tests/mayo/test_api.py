@@ -168,3 +168,62 @@ def test_a_key_in_steady_use_verifies_from_bit_planes_with_the_same_verdicts(key
         with pytest.raises(InvalidSignature):
             pk.verify(sig, msg + b"!")
     assert pk.expanded().has_bitsliced is not sets.ENCODED
+
+
+def _secret_arrays(esk):
+    return [a for a in (esk.O, esk.planes, esk.slots) if a is not None]
+
+
+@pytest.mark.parametrize("kernels", RUNNABLE)
+def test_closing_a_private_key_zeroes_its_expanded_secret_key_and_refuses_later_use(kernels, monkeypatch):
+    use_kernel_set(monkeypatch, kernels)
+    sk = mayo.MAYO2.generate_private_key()
+    with sk as key:
+        assert key is sk
+        sig = sk.sign(b"m")
+        esk = sk.expanded()
+        esk.L                                       # the bit planes too, where the set signs from slots
+        arrays = _secret_arrays(esk)
+        assert arrays and all(a.any() for a in arrays)
+    assert sk.closed and "closed" in repr(sk)
+    assert all(not a.any() for a in arrays)         # zeroed in place, also through the references handed out
+    for use in (lambda: sk.sign(b"m"), sk.expanded, sk.public_key, sk.private_bytes_raw,
+                lambda: sk.sign_many([b"m"]), sk.__enter__):
+        with pytest.raises(InvalidKey, match="MAYO-2 private key has been closed"):
+            use()
+    sk.close()                                      # again: nothing happens
+    assert len(sig) == mayo.MAYO2.signature_size
+
+
+def test_a_collected_private_key_zeroes_its_expanded_secret_key():
+    import gc
+    sk = mayo.MAYO2.generate_private_key()
+    arrays = _secret_arrays(sk.expanded())
+    del sk
+    gc.collect()
+    assert arrays and all(not a.any() for a in arrays)
+
+
+def test_closing_zeroes_the_tensor_paths_matrices_made_from_the_key():
+    tensor = pytest.importorskip("pqforge.gpu.tensor")
+    sk = mayo.MAYO1.generate_private_key()
+    sk.sign_many([b"a", b"b"], backend="cpu", path="tensor")
+    prepared = list(tensor._prepared[sk].values())
+    matrices = [m for p in prepared for m in (p.KL, *[block[-1] for block in p.P1_blocks])]
+    assert matrices and all(m.any() for m in matrices)
+    sk.close()
+    assert sk not in tensor._prepared
+    assert all(not m.any() for m in matrices)
+
+
+def test_keys_alive_at_interpreter_exit_are_zeroed_without_errors():
+    import subprocess
+    import sys
+    code = ("from pqforge.mayo import MAYO2\n"
+            "sk = MAYO2.generate_private_key()\n"
+            "sk.sign(b'exit')\n"
+            "keys = [sk, MAYO2.private_key_from_bytes(sk.private_bytes_raw())]\n"
+            "keys[1].expanded()\n"
+            "keys.append(keys)                     # a cycle, collected (if at all) late in shutdown\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "Exception ignored" not in proc.stderr and "Error" not in proc.stderr, proc.stderr

@@ -6,12 +6,16 @@
 
 A private key serialises only its compact form (the seed). Expanded keys (the decoded matrices)
 are computed on first use and kept, so a key object that signs or verifies repeatedly pays for
-expansion once.
+expansion once. A private key is a context manager: leaving ``with sk:`` (or ``sk.close()``)
+zeroes its expanded secret key in place, as collecting the object does; the compact seed is a
+bytes object, which Python cannot wipe (docs/api.md, "Secret keys in memory").
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -73,25 +77,45 @@ class MayoPublicKey:
         return verdicts
 
 
+def _zero(array: Any) -> None:
+    """Overwrite a numpy (or CuPy) array with zeros in place; None and read-only arrays are left."""
+    if array is not None and getattr(getattr(array, "flags", None), "writeable", True):
+        array.fill(0)
+
+
 class MayoPrivateKey:
-    """A MAYO private key (compact form: the ``private_key_size``-byte seed)."""
+    """A MAYO private key (compact form: the ``private_key_size``-byte seed).
+
+    ``close()``, or leaving ``with sk:``, zeroes the expanded secret key (the oil matrix O and
+    P1 || L, in every form made) and the tensor path's matrices made from it, in place; any later
+    use raises InvalidKey. Collecting the object does the same zeroing."""
 
     def __init__(self, algorithm: "MayoAlgorithm", csk: bytes, cpk: bytes | None = None):
         self.algorithm = algorithm
         self._csk = csk
         self._cpk = cpk
         self._expanded: scheme.ExpandedSecretKey | None = None
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidKey(f"this {self.algorithm.name} private key has been closed: its expanded secret key "
+                             "was zeroed; load the key again to use it")
 
     def private_bytes_raw(self) -> bytes:
         """The specification's compact secret key (seed_sk). Keep it secret."""
+        self._check_open()
         return self._csk
 
     def expanded(self) -> scheme.ExpandedSecretKey:
+        """The expanded secret key, kept by this object (zeroed in place by ``close()``)."""
+        self._check_open()
         if self._expanded is None:
             self._expanded = scheme.expand_sk(self.algorithm.params, self._csk)
         return self._expanded
 
     def public_key(self) -> MayoPublicKey:
+        self._check_open()
         if self._cpk is None:
             self._cpk = scheme.public_key_from_seed(self.algorithm.params, self._csk)
         return MayoPublicKey(self.algorithm, self._cpk)
@@ -101,8 +125,58 @@ class MayoPrivateKey:
         data = require_bytes(data, "data")
         return scheme.sign(self.algorithm.params, self.expanded(), data, checked_rng(rng))
 
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` has run (the expanded secret key is zeroed; the key cannot be used)."""
+        return self._closed
+
+    def close(self) -> None:
+        """Zero the expanded secret key in place and make this object unusable (later calls raise
+        InvalidKey; closing again does nothing). Call it when no other thread is using the key.
+
+        Zeroed: the arrays of the expanded key (O, the bit planes P1 || L, the slots of the
+        encoded kernels), also through any reference to them that ``expanded()`` handed out,
+        and the tensor path's matrices made from them. Not zeroed: the compact seed and the
+        seed inside the expanded key (bytes objects, immutable) and copies the caller made."""
+        self._closed = True
+        self._csk = b""
+        esk, self._expanded = self._expanded, None
+        if esk is not None:
+            for array in (esk.O, esk.planes, esk.slots):
+                _zero(array)
+        self._forget_prepared()
+
+    def _forget_prepared(self) -> None:
+        """Zero and drop the tensor path's matrices made from this key (``pqforge.gpu.tensor``
+        keeps them per key object while it lives), when that module is loaded."""
+        tensor = sys.modules.get("pqforge.gpu.tensor")
+        if tensor is None or not hasattr(tensor, "_prepared"):
+            return
+        with tensor._prepared_lock:
+            slot = tensor._prepared.pop(self, None)
+        for matrices in (slot or {}).values():
+            _zero(getattr(matrices, "KL", None))
+            for block in getattr(matrices, "P1_blocks", None) or ():
+                _zero(block[-1] if isinstance(block, tuple) else block)
+
+    def __enter__(self) -> "MayoPrivateKey":
+        self._check_open()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # also at interpreter shutdown, when module globals may already be gone: never raise
+        try:
+            if not getattr(self, "_closed", True):
+                self.close()
+        except Exception:
+            pass
+
     def __repr__(self) -> str:
-        return f"<MayoPrivateKey {self.algorithm.name}>"
+        return f"<MayoPrivateKey {self.algorithm.name}{' (closed)' if self._closed else ''}>"
 
     def sign_many(self, messages: Sequence[BytesLike], rng: Rng | None = None, backend: str | None = None,
                   threads: int | None = None, path: str = "bitsliced") -> list[bytes]:
@@ -111,6 +185,7 @@ class MayoPrivateKey:
         The salt randomness of every message is drawn from ``rng`` up front, in list order.
         """
         from . import batch
+        self._check_open()
         signatures: list[bytes] = batch.sign_many_one_key(self.algorithm.params, self, messages, rng=rng,
                                        backend=backend, threads=threads, path=path)
         return signatures
