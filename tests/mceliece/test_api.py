@@ -169,3 +169,37 @@ def test_padding_bits_of_6960119():
     pk[-1] |= 0x20                             # the last row
     with pytest.raises(InvalidKey, match="padding"):
         alg.encapsulate(bytes(pk))
+
+
+def test_a_closed_private_key_refuses_every_use(keys348864):
+    key = mc.McEliece348864.private_key_from_bytes(keys348864.private_bytes_raw())
+    with key as same:
+        assert same is key
+        ct, ss = key.public_key().encapsulate()
+        assert key.decapsulate(ct) == ss
+    assert key.closed and "closed" in repr(key)
+    for use in (lambda: key.decapsulate(ct), key.public_key, key.private_bytes_raw, key.__enter__):
+        with pytest.raises(InvalidKey, match="Classic-McEliece-348864 private key has been closed"):
+            use()
+    key.close()                                     # again: nothing happens
+
+
+def test_the_secret_arrays_made_in_python_are_zeroed_after_use(keys348864, monkeypatch):
+    from pqforge.mceliece import scheme
+    pk, sk = keys348864.public_key().public_bytes_raw(), keys348864.private_bytes_raw()
+    made = []
+
+    def keep(fn, pick):
+        def call(*args, **kwargs):
+            result = fn(*args, **kwargs)
+            made.extend(pick(result))
+            return result
+        return call
+    monkeypatch.setattr(scheme, "decap_preimage_bytes", keep(scheme.decap_preimage_bytes, lambda r: [r[1]]))
+    monkeypatch.setattr(scheme, "_sk_parts", keep(scheme._sk_parts, lambda r: r[:2]))
+    monkeypatch.setattr(scheme, "support_from_control_bits", keep(scheme.support_from_control_bits, lambda r: [r]))
+    ct, ss = mc.encapsulate(mc.McEliece348864, pk)
+    assert mc.decapsulate(mc.McEliece348864, sk, ct) == ss
+    assert scheme.public_key_from_private(mc.McEliece348864.params, sk) == pk
+    assert len(made) == 4 and all(a.size for a in made)      # e's hash input, g, the control bits, the support
+    assert all(not a.any() for a in made)

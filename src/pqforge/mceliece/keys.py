@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any
 
 from ..drbg import Rng
-from ..errors import BytesLike
+from ..errors import BytesLike, InvalidKey
 from . import scheme
 from .params import Params
 
@@ -43,35 +44,67 @@ class McEliecePublicKey:
 
 
 class McEliecePrivateKey:
-    """A Classic McEliece private key, ``private_key_size`` bytes (6,492 to 14,120)."""
+    """A Classic McEliece private key, ``private_key_size`` bytes (6,492 to 14,120).
 
-    __slots__ = ("_alg", "_raw", "_public")
+    A context manager like the MAYO keys: ``close()``, or leaving ``with sk:``, makes the object
+    unusable (later calls raise InvalidKey). The key is used in its encoding, a bytes object that
+    Python cannot wipe, so the object keeps no expanded secret arrays to zero; decapsulation and
+    recomputing the public key zero the secret arrays they make in Python (docs/api.md)."""
+
+    __slots__ = ("_alg", "_raw", "_public", "_closed")
 
     def __init__(self, alg: "McElieceAlgorithm", raw: bytes, public: bytes | None = None):
         self._alg = alg
         self._raw = raw
         self._public = public
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidKey(f"this {self._alg.name} private key has been closed; load the key again to use it")
 
     @property
     def algorithm(self) -> "McElieceAlgorithm":
         return self._alg
 
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` has run (the key cannot be used)."""
+        return self._closed
+
     def public_key(self) -> McEliecePublicKey:
         """The matching public key (recomputed from the private key once if it was loaded from bytes)."""
+        self._check_open()
         if self._public is None:
             self._public = scheme.public_key_from_private(self._alg.params, self._raw)
         return McEliecePublicKey(self._alg, self._public)
 
     def decapsulate(self, ciphertext: BytesLike) -> bytes:
         """The 32-byte shared secret; a ciphertext that does not decode gives the implicit-rejection value."""
+        self._check_open()
         return scheme.decapsulate(self._alg.params, self._raw, ciphertext)
 
     def private_bytes_raw(self) -> bytes:
         """The key as the specification encodes it (delta, c, g, control bits, s)."""
+        self._check_open()
         return self._raw
 
+    def close(self) -> None:
+        """Make this object unusable and drop its reference to the key's bytes (closing again does
+        nothing). Those bytes are not wiped: Python cannot overwrite a bytes object."""
+        self._closed = True
+        self._raw = b""
+
+    def __enter__(self) -> "McEliecePrivateKey":
+        self._check_open()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
     def __repr__(self) -> str:
-        return f"<McEliecePrivateKey {self._alg.name}>"
+        return f"<McEliecePrivateKey {self._alg.name}{' (closed)' if self._closed else ''}>"
 
 
 class McElieceAlgorithm:

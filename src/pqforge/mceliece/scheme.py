@@ -9,6 +9,7 @@ decapsulation, with the byte encodings of the Round 4 submission.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from functools import lru_cache
@@ -131,8 +132,11 @@ def _irreducible(p: Params, f: np.ndarray):
 
 
 def _public_matrix(p: Params, g: np.ndarray, L: np.ndarray) -> np.ndarray:
-    gfull = np.append(g, 1).astype(np.int64)
-    return parity_check_matrix(gfull, L, p.t, p.m, p.n, p.field_taps_array)
+    gfull = np.append(g, 1).astype(np.int64, copy=False)
+    try:
+        return parity_check_matrix(gfull, L, p.t, p.m, p.n, p.field_taps_array)
+    finally:
+        gfull.fill(0)       # a copy of the secret Goppa polynomial
 
 
 def _pack(p: Params, mat: np.ndarray) -> bytes:
@@ -259,8 +263,13 @@ def public_key_from_private(p: Params, sk: bytes) -> bytes:
     sk = check_private_key(p, sk)
     g, cond, _ = _sk_parts(p, sk)
     L = support_from_control_bits(cond, p.m, p.n, _bitrev_base(p.m))
-    mat = _public_matrix(p, g, L)
+    try:
+        mat = _public_matrix(p, g, L)
+    finally:        # the secret copies made here (g, the control bits, the support) zeroed
+        for secret in (g, cond, L):
+            secret.fill(0)
     if not eliminate_rows(mat, 0, p.mt, mat.shape[1]):
+        mat.fill(0)         # not reduced to the public [I | T]: still made of the secret code
         raise InvalidKey(f"{p.name} private key does not define a systematic code")
     return _pack(p, mat)
 
@@ -310,7 +319,9 @@ def decapsulate(p: Params, sk, ct) -> bytes:
     status, pre = decap_preimage_bytes(ct, sk, p.m, p.n, p.t, p.semi_systematic, *consts, decode.units())
     if status <= 0:
         raise _format_error(p, status)
-    return shake256(pre.tobytes(), 32)
+    shared = hashlib.shake_256(pre).digest(32)      # from the array: no bytes copy of e or s to outlive it
+    pre.fill(0)
+    return shared
 
 
 _DECODING: dict = {}
