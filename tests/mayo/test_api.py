@@ -227,3 +227,21 @@ def test_keys_alive_at_interpreter_exit_are_zeroed_without_errors():
             "keys.append(keys)                     # a cycle, collected (if at all) late in shutdown\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "Exception ignored" not in proc.stderr and "Error" not in proc.stderr, proc.stderr
+
+
+def test_an_expanded_key_the_caller_keeps_outlives_its_key_object_and_is_zeroed_when_dropped():
+    import gc
+    esk = mayo.MAYO2.generate_private_key().expanded()     # the key object is gone at once
+    gc.collect()
+    arrays = _secret_arrays(esk)
+    assert all(a.any() for a in arrays)
+    from pqforge.mayo import scheme
+    assert len(scheme.sign(mayo.MAYO2.params, esk, b"m", os.urandom)) == mayo.MAYO2.signature_size
+    del esk
+    gc.collect()
+    assert all(not a.any() for a in arrays)
+
+
+def test_benchmark_ops_sign_with_the_expanded_key_after_the_key_object_is_gone():
+    ops = mayo.MAYO2.benchmark_ops()
+    ops["sign (expanded sk)"]()

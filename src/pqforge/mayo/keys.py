@@ -14,6 +14,7 @@ bytes object, which Python cannot wipe (docs/api.md, "Secret keys in memory").
 from __future__ import annotations
 
 import sys
+import weakref
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
@@ -77,10 +78,12 @@ class MayoPublicKey:
         return verdicts
 
 
-def _zero(array: Any) -> None:
-    """Overwrite a numpy (or CuPy) array with zeros in place; None and read-only arrays are left."""
-    if array is not None and getattr(getattr(array, "flags", None), "writeable", True):
-        array.fill(0)
+def _zero_arrays(arrays: Sequence[Any]) -> None:
+    """Overwrite numpy (or CuPy) arrays with zeros in place; None and read-only arrays are left.
+    (Self-contained: a collected key calls it at interpreter shutdown too.)"""
+    for array in arrays:
+        if array is not None and getattr(getattr(array, "flags", None), "writeable", True):
+            array.fill(0)
 
 
 class MayoPrivateKey:
@@ -88,7 +91,8 @@ class MayoPrivateKey:
 
     ``close()``, or leaving ``with sk:``, zeroes the expanded secret key (the oil matrix O and
     P1 || L, in every form made) and the tensor path's matrices made from it, in place; any later
-    use raises InvalidKey. Collecting the object does the same zeroing."""
+    use raises InvalidKey. Collecting the object does the same zeroing; an expanded key that the
+    caller still holds (from ``expanded()``) is zeroed when the caller's reference goes."""
 
     def __init__(self, algorithm: "MayoAlgorithm", csk: bytes, cpk: bytes | None = None):
         self.algorithm = algorithm
@@ -142,8 +146,7 @@ class MayoPrivateKey:
         self._csk = b""
         esk, self._expanded = self._expanded, None
         if esk is not None:
-            for array in (esk.O, esk.planes, esk.slots):
-                _zero(array)
+            _zero_arrays([esk.O, esk.planes, esk.slots])
         self._forget_prepared()
 
     def _forget_prepared(self) -> None:
@@ -155,9 +158,8 @@ class MayoPrivateKey:
         with tensor._prepared_lock:
             slot = tensor._prepared.pop(self, None)
         for matrices in (slot or {}).values():
-            _zero(getattr(matrices, "KL", None))
-            for block in getattr(matrices, "P1_blocks", None) or ():
-                _zero(block[-1] if isinstance(block, tuple) else block)
+            blocks = getattr(matrices, "P1_blocks", None) or ()
+            _zero_arrays([getattr(matrices, "KL", None), *[b[-1] if isinstance(b, tuple) else b for b in blocks]])
 
     def __enter__(self) -> "MayoPrivateKey":
         self._check_open()
@@ -167,11 +169,28 @@ class MayoPrivateKey:
                  traceback: TracebackType | None) -> None:
         self.close()
 
-    def __del__(self) -> None:
-        # also at interpreter shutdown, when module globals may already be gone: never raise
+    def __del__(self, _ref: Any = weakref.ref, _finalize: Any = weakref.finalize,
+                _zero_all: Callable[[Sequence[Any]], None] = _zero_arrays) -> None:
+        """Collected: zero the tensor path's matrices and the expanded secret key, unless the
+        latter is still referenced elsewhere (an ``expanded()`` the caller kept): its arrays are
+        then zeroed when that reference goes. The helpers are bound as defaults, so that this
+        also works at interpreter shutdown, when module globals may be gone; it never raises."""
+        if getattr(self, "_closed", True):
+            return
         try:
-            if not getattr(self, "_closed", True):
-                self.close()
+            esk, self._expanded = self._expanded, None
+            if esk is not None:
+                arrays = [a for a in (esk.O, esk.planes, esk.slots) if a is not None]
+                kept = _ref(esk)
+                del esk
+                if kept() is None:              # this object held the only reference
+                    _zero_all(arrays)
+                else:
+                    _finalize(kept(), _zero_all, arrays)
+        except Exception:
+            pass
+        try:
+            self._forget_prepared()
         except Exception:
             pass
 
