@@ -411,3 +411,21 @@ def test_library_warnings_carry_one_prefix_on_the_command_line(capsys):
     cli._show_warning(RuntimeWarning("pqforge: PQFORGE_KERNELS='portabel' is not 'auto' or 'portable'"),
                       RuntimeWarning, "x.py", 1)
     assert capsys.readouterr().err == "pqforge: warning: PQFORGE_KERNELS='portabel' is not 'auto' or 'portable'\n"
+
+
+@pytest.mark.parametrize("args, other", [
+    (["keygen", "--alg", "mceliece348864"], "pqforge kem keygen --alg Classic-McEliece-348864"),
+    (["kem", "keygen", "--alg", "MAYO-2"], "pqforge keygen --alg MAYO-2"),
+])
+def test_keygen_of_the_other_kind_names_the_command_that_makes_those_keys(tmp_path, capsys, args, other):
+    assert main([*args, "--out", str(tmp_path / "k")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pqforge: error: ") and other in err, err
+    assert not list(tmp_path.iterdir())
+
+
+def test_keygen_help_says_which_keys_it_makes():
+    from pqforge.cli import build_parser
+    text = " ".join(build_parser().format_help().split())
+    assert "generate a signature key pair" in text and "(KEM keys: pqforge kem keygen)" in text
+    assert "key encapsulation: kem keygen" in text

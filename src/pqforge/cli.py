@@ -114,8 +114,22 @@ def algorithm_name(name: str) -> str:
 
 # -- signature commands -------------------------------------------------------------------------
 
+def _keygen_alg(name: str, kind: str) -> Any:
+    """The algorithm ``name`` for the key generation command of ``kind``: one of the other kind
+    is a usage error naming the command that makes its keys."""
+    alg = algorithms.get(name)
+    if alg.kind != kind:
+        what, command = (("a KEM", "pqforge kem keygen") if alg.kind == "kem" else
+                         ("a signature algorithm", "pqforge keygen"))
+        raise _UsageError(f"{alg.name} is {what}: use {command} --alg {alg.name}")
+    return alg
+
+
 def cmd_keygen(args: argparse.Namespace) -> int:
-    alg = algorithms.get(args.alg)
+    return _write_key_pair(_keygen_alg(args.alg, "signature"), args)
+
+
+def _write_key_pair(alg: Any, args: argparse.Namespace) -> int:
     if args.out in ("", STDOUT) or args.out.endswith(("/", os.sep)):
         raise _UsageError(f"--out must be a path prefix for two key files (PREFIX.pk, PREFIX.sk), got {args.out!r}")
     outputs = [Output(args.out + ".pk"), Output(args.out + ".sk", secret=True)]
@@ -173,8 +187,7 @@ def _kem_alg(alg: Any) -> Any:
 
 
 def cmd_kem_keygen(args: argparse.Namespace) -> int:
-    _kem_alg(algorithms.get(args.alg))
-    return cmd_keygen(args)
+    return _write_key_pair(_keygen_alg(args.alg, "kem"), args)
 
 
 def cmd_kem_encap(args: argparse.Namespace) -> int:
@@ -317,8 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"pqforge {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("keygen", help="generate a key pair: PREFIX.pk and PREFIX.sk")
-    s.add_argument("--alg", required=True, type=algorithm_name, help="algorithm name, e.g. MAYO-2 (see pqforge --help)")
+    s = sub.add_parser("keygen", help="generate a signature key pair: PREFIX.pk and PREFIX.sk "
+                                      "(KEM keys: pqforge kem keygen)")
+    s.add_argument("--alg", required=True, type=algorithm_name,
+                   help="signature algorithm, e.g. MAYO-2 (see pqforge --help)")
     s.add_argument("--out", required=True, help="path prefix of the two key files")
     s.add_argument("--force", action="store_true", help="overwrite existing key files")
     s.set_defaults(func=cmd_keygen)
@@ -336,9 +351,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("signature", help="signature file ('-' for standard input)")
     s.set_defaults(func=cmd_verify)
 
-    kem = sub.add_parser("kem", help="key encapsulation").add_subparsers(dest="kem_command", required=True)
+    kem = sub.add_parser("kem", help="key encapsulation: kem keygen, kem encap, kem decap").add_subparsers(dest="kem_command", required=True)
     s = kem.add_parser("keygen", help="generate a KEM key pair: PREFIX.pk and PREFIX.sk")
-    s.add_argument("--alg", required=True, type=algorithm_name, help="e.g. Classic-McEliece-348864 (see pqforge --help)")
+    s.add_argument("--alg", required=True, type=algorithm_name,
+                   help="KEM algorithm, e.g. Classic-McEliece-348864 (see pqforge --help)")
     s.add_argument("--out", required=True, help="path prefix of the two key files")
     s.add_argument("--force", action="store_true")
     s.set_defaults(func=cmd_kem_keygen)
