@@ -12,7 +12,9 @@ reads its configuration, when numba is not imported yet), without creating it:
 
 Compiling takes seconds, so the first operation of each kind (algorithm, path) announces it on
 stderr unless a marker in the cache directory says that this version of the kernels has
-already been compiled there. The marker is written after the operation succeeded.
+already been compiled there, or numba's cache already holds every kernel listed for the path
+(compiled by another process's helper, which writes no marker). The marker is written after the
+operation succeeded.
 """
 
 from __future__ import annotations
@@ -121,12 +123,25 @@ NOTICES = True
 Operation = TypeVar("Operation", bound=Callable[..., Any])
 
 
+def _will_compile(prefetch: Callable[[Any], None] | None, params: Any) -> bool:
+    """For a first use without a marker: whether anything will really be compiled, asked of the
+    kernels that ``prefetch(params)`` lists (``pqforge._units.will_compile``); True when it
+    lists none, or there is no cache. A marker is missing where another process's helper filled
+    the cache (``pqforge sign`` compiles verification's kernels in one; ``pqforge verify`` then
+    loads them and must not announce a compile)."""
+    if prefetch is None or not JIT_CACHE:
+        return True
+    from ._units import will_compile        # (imports numba: only here, on a first use)
+    return will_compile(prefetch, params) is not False
+
+
 def compiling(path: str, seconds: float, kernels: Callable[[Any], str],
               prefetch: Callable[[Any], None] | None = None) -> Callable[[Operation], Operation]:
     """Decorator for an operation ``fn(params, ...)`` whose first call in a process may compile
     the kernels of ``path``: that call prints "pqforge: compiling MAYO-2 sign kernels for this
     CPU, once, about N s" on stderr unless the marker ``kernels(params)`` says the cache holds
-    them, and writes that marker when it returns. The marker names what was compiled: kernels
+    them, or numba's cache holds every kernel ``prefetch`` lists for it (``_will_compile``),
+    and writes that marker when it returns. The marker names what was compiled: kernels
     shared by every parameter set of a scheme have one marker, kernels specialised per size one
     each. With the notice, ``prefetch(params)`` (if given) may start compiling, elsewhere, what
     the next operations will need (``pqforge._units.prefetch``). Later calls pay one set lookup."""
@@ -138,7 +153,7 @@ def compiling(path: str, seconds: float, kernels: Callable[[Any], str],
                 return fn(params, *args, **kwargs)
             with _lock:     # one notice, and one compile, when threads start together
                 if key not in _seen:
-                    if not is_compiled(key):
+                    if not is_compiled(key) and _will_compile(prefetch, params):
                         once = "once" if JIT_CACHE else "uncached"
                         if NOTICES:
                             print(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "

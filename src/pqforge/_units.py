@@ -80,6 +80,10 @@ class Unit:
         cache = FunctionCache(self._cfunc_source())
         return cache.load_overload(self.signature, cpu_target.target_context) is not None
 
+    def _in_index(self) -> bool:
+        from numba.core.caching import FunctionCache
+        return _indexed(FunctionCache(self._cfunc_source()), self.signature)
+
     def _cfunc_source(self) -> pytypes.FunctionType:
         """The kernel's Python function under a name of its own (``<name>_unit``), so that the
         C wrapper has its own cache entry beside the kernel's."""
@@ -143,6 +147,24 @@ class Ahead:
         # the key numba's dispatcher uses for a call: the tuple of argument types
         from numba.core.registry import cpu_target
         return self.kernel._cache.load_overload(self.args, cpu_target.target_context) is not None
+
+    def _in_index(self) -> bool:
+        return _indexed(self.kernel._cache, self.args)
+
+
+def _indexed(cache: Any, signature: Any) -> bool:
+    """Whether numba's cache ``cache`` lists an entry for ``signature`` whose data file exists:
+    what ``load_overload`` would find, without loading it (reading the index only, so that
+    asking costs milliseconds, not the load itself)."""
+    from numba.core.registry import cpu_target
+    context = cpu_target.target_context
+    try:
+        context.refresh()
+        key = cache._index_key(signature, context.codegen())
+        name = cache._cache_file._load_index().get(key)
+        return name is not None and os.path.exists(cache._cache_file._data_path(name))
+    except Exception:         # no cache (NullCache), an unreadable index: as if absent
+        return False
 
 
 Compilable = Union[Unit, Ahead]
@@ -302,6 +324,43 @@ def _missing(items: Sequence[Compilable]) -> list:
 MAX_HELPERS = 4
 
 
+class _Listing(threading.local):
+    """While ``will_compile`` runs a first-use hook in this thread: the entries the hook asks
+    ``prefetch`` and ``obtain`` for now (None otherwise: they act)."""
+    items: list | None = None
+
+
+_listing = _Listing()
+
+
+def will_compile(hook: Any, params: Any) -> bool | None:
+    """Whether a first use whose hook ``hook(params)`` (a scheme's ``_prepare(path)``) makes
+    entries ready here through ``prefetch`` and ``obtain`` will really compile one: an entry
+    neither ready in this process nor in numba's cache (compiled by a helper of an earlier
+    process, say), or being compiled by another process (this one then waits for it). The hook
+    runs with ``prefetch`` and ``obtain`` only noting their entries (those for now, not
+    ``later`` or ``meanwhile``), so nothing starts. None when the hook names none: the path's
+    kernels are not listed, and only its marker can tell."""
+    _listing.items = []
+    try:
+        hook(params)
+    finally:
+        items, _listing.items = _listing.items, None
+    if not items:
+        return None
+    if not JIT_CACHE:
+        return True
+    return any(not item._ready() and not item._in_index() for item in items)
+
+
+def _noted(items: Sequence[Compilable]) -> bool:
+    """Inside ``will_compile``: note ``items`` (True: do nothing else)."""
+    if _listing.items is None:
+        return False
+    _listing.items.extend(items)
+    return True
+
+
 def prefetch(items: Sequence[Compilable] = (), later: Sequence[Compilable] = ()) -> None:
     """Start compiling, in other processes, those of ``items`` and then of ``later`` (for
     operations after the current one: at low priority) that the cache lacks; returns at once.
@@ -310,6 +369,8 @@ def prefetch(items: Sequence[Compilable] = (), later: Sequence[Compilable] = ())
     entries no process has claimed, as ``obtain`` does here: the work spreads over the
     processes without a plan. An earlier prefetch's helpers that still run use up the spare
     cores (they usually have the entries of the later operations on their lists)."""
+    if _noted(items):
+        return
     running = sum(1 for helper in _helpers.values() if helper.poll() is None)
     spare = min(_cores() - 1, MAX_HELPERS) - running
     if spare < 1:
@@ -337,6 +398,8 @@ def obtain(items: Sequence[Compilable], meanwhile: Sequence[Compilable] = ()) ->
     going through the same list take the others; then the rest are waited for and loaded. While
     it waits, this process compiles the entries of ``meanwhile`` (those of the operation that
     usually follows) that no process has claimed, instead of idling."""
+    if _noted(items):
+        return
     with _lock:
         elsewhere = []
         for item in items:
