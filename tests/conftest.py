@@ -1,3 +1,4 @@
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,3 +12,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 def kat_root() -> Path:
     """The folder of official KAT files (``tests/vectors``, or ``$PQFORGE_KAT_DIR``)."""
     return known_answers.root()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _reap_compile_helpers():
+    """Compile helpers that operations of this process started (``pqforge._units``) are ended
+    and reaped when the session ends: none outlives pytest or warns that it is still running."""
+    yield
+    units = sys.modules.get("pqforge._units")
+    if units is not None:
+        units.stop_helpers()

@@ -429,3 +429,25 @@ def test_keygen_help_says_which_keys_it_makes():
     text = " ".join(build_parser().format_help().split())
     assert "generate a signature key pair" in text and "(KEM keys: pqforge kem keygen)" in text
     assert "key encapsulation: kem keygen" in text
+
+
+def test_a_compile_helper_still_running_when_the_command_returns_is_mentioned_in_one_line(monkeypatch, capsys,
+                                                                                          tmp_path):
+    from pqforge import _units, cli
+    monkeypatch.setattr(_units, "_WORKER", "import time; time.sleep(60)")     # a helper that takes its time
+    started = []
+
+    def keygen(args):
+        _units._start_helper([])
+        started.extend(_units.running_helpers())
+        return 0
+    monkeypatch.setattr(cli, "cmd_keygen", keygen)
+    try:
+        assert main(["keygen", "--alg", "MAYO-2", "--out", str(tmp_path / "k")]) == 0
+        err = capsys.readouterr().err
+    finally:
+        _units.stop_helpers()
+    pid, = started
+    assert err == f"pqforge: a compile helper keeps filling the cache in the background (pid {pid})\n"
+    assert main(["kem", "keygen", "--alg", "MAYO-2", "--out", str(tmp_path / "k")]) == 2
+    assert "helper" not in capsys.readouterr().err          # none running: nothing said

@@ -228,3 +228,73 @@ def test_while_waiting_for_an_entry_claimed_elsewhere_the_process_compiles_what_
     _units.obtain((waited,), meanwhile=(taken, follows))
     assert waited._ready() and follows._ready() and not taken._ready()
     assert not _units._in_progress_marker(_units._spec(follows)).exists()     # its claim released
+
+
+@pytest.fixture
+def sleeping_helpers(monkeypatch):
+    """Helpers that sleep instead of compiling, started as ``prefetch`` starts them."""
+    monkeypatch.setattr(_units, "_WORKER", "import time; time.sleep(60)")
+    yield
+    _units.stop_helpers()
+
+
+def test_running_helpers_are_listed_and_stopping_them_reaps_them_without_a_warning(sleeping_helpers):
+    import gc
+    import warnings
+    _units._start_helper([])
+    _units._start_helper([])
+    pids = _units.running_helpers()
+    assert len(pids) == 2 and all(_units._helpers[pid].poll() is None for pid in pids)
+    processes = [_units._helpers[pid] for pid in pids]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _units.stop_helpers()
+        del processes[:]
+        gc.collect()
+    assert _units.running_helpers() == [] and _units._helpers == {}
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)         # reaped: gone, no zombie
+
+
+def test_stopping_helpers_lets_them_finish_within_the_time_given(monkeypatch):
+    monkeypatch.setattr(_units, "_WORKER", "import time; time.sleep(0.3)")
+    _units._start_helper([])
+    helper, = _units._helpers.values()
+    _units.stop_helpers(timeout=30)
+    assert helper.returncode == 0           # finished on its own, not terminated
+
+
+_LEFT_RUNNING = """
+import os
+from pqforge import _units
+
+def test_leaves_a_helper_running():
+    _units._WORKER = "import time; time.sleep(60)"
+    _units._start_helper([])
+    pid, = _units.running_helpers()
+    with open(os.environ["HELPER_PID_FILE"], "w") as f:
+        f.write(str(pid))
+"""
+
+
+def test_a_pytest_session_ends_with_no_helper_left_running(tmp_path):
+    # the session fixture of tests/conftest.py, loaded as a plugin for a test file outside tests/
+    (tmp_path / "test_left.py").write_text(_LEFT_RUNNING)
+    pid_file = tmp_path / "pid"
+    proc = subprocess.run([sys.executable, "-X", "dev", "-m", "pytest", "-q", "-p", "tests.conftest",
+                           "-p", "no:cacheprovider", str(tmp_path / "test_left.py")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HELPER_PID_FILE": str(pid_file)})
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    if alive:
+        os.kill(pid, 9)     # (not ours to reap: an orphan, reaped by init)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert not alive, f"helper {pid} outlived the pytest session"
+    assert "still running" not in proc.stdout + proc.stderr, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -314,6 +314,35 @@ def _start_helper(specs: Sequence[str]) -> None:
     _helpers[helper.pid] = helper
 
 
+def running_helpers() -> list[int]:
+    """The pids of this process's helpers that are still running, in order; those that have
+    ended are reaped and forgotten."""
+    for pid, helper in list(_helpers.items()):
+        if helper.poll() is not None:
+            del _helpers[pid]
+    return sorted(_helpers)
+
+
+def stop_helpers(timeout: float = 0.0) -> None:
+    """Give this process's helpers ``timeout`` seconds to finish, then end those still running
+    (what they have put in the cache stays; an entry cut short is compiled by whoever needs it
+    next) and reap them all: nothing is left running, and no ``ResourceWarning`` about a
+    subprocess still running comes at exit (test sessions, ``pqforge precompile``)."""
+    deadline = time.monotonic() + timeout
+    for pid in running_helpers():
+        helper = _helpers[pid]
+        try:
+            helper.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            helper.terminate()
+            try:
+                helper.wait(10)
+            except subprocess.TimeoutExpired:
+                helper.kill()
+                helper.wait()
+        del _helpers[pid]
+
+
 def _missing(items: Sequence[Compilable]) -> list:
     """The entries neither compiled here, nor in the cache, nor being compiled elsewhere."""
     if not JIT_CACHE:

@@ -316,6 +316,9 @@ def cmd_precompile(args: argparse.Namespace) -> int:
         alg.warm_up()
         bar.update(1)
     bar.close()
+    units = sys.modules.get("pqforge._units")
+    if units is not None:       # every path has run: a helper still running finishes what it took
+        units.stop_helpers(timeout=units.WORKER_SECONDS)
     print(f"compiled {len(algs)} algorithm{'s' * (len(algs) > 1)}; cache: "
           f"{_compile_cache.CACHE_DIR or 'none (not writable)'}")
     return 0
@@ -402,6 +405,22 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _mention_helpers() -> None:
+    """One line on stderr when compile helpers (``pqforge._units``) started by this command are
+    still running: they go on, at low priority, after the command has returned."""
+    units = sys.modules.get("pqforge._units")      # (imported only where something was compiled)
+    pids = units.running_helpers() if units is not None else []
+    if not pids:
+        return
+    which = (f"a compile helper keeps filling the cache in the background (pid {pids[0]})" if len(pids) == 1 else
+             f"{len(pids)} compile helpers keep filling the cache in the background "
+             f"(pids {', '.join(map(str, pids))})")
+    try:
+        print(f"pqforge: {which}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):       # stderr closed (a broken pipe)
+        pass
+
+
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: Any = None, line: str | None = None) -> None:
     # the library's own warnings start with "pqforge: " for its Python users; one prefix here
@@ -414,7 +433,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         warnings.showwarning = _show_warning
-        return int(args.func(args))
+        try:
+            return int(args.func(args))
+        finally:
+            _mention_helpers()
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # output piped into a reader that stopped (e.g. head)
