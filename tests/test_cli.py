@@ -451,3 +451,39 @@ def test_a_compile_helper_still_running_when_the_command_returns_is_mentioned_in
     assert err == f"pqforge: a compile helper keeps filling the cache in the background (pid {pid})\n"
     assert main(["kem", "keygen", "--alg", "MAYO-2", "--out", str(tmp_path / "k")]) == 2
     assert "helper" not in capsys.readouterr().err          # none running: nothing said
+
+
+def test_the_bars_time_left_leaves_out_a_first_step_that_compiled():
+    import io
+    from pqforge.cli import _progress_bar
+    clock = [0.0]
+    bar = _progress_bar(10, "KAT")
+    bar.fp = io.StringIO()
+    bar._time = lambda: clock[0]
+    bar.start_t = bar.last_print_t = 0.0
+    clock[0] = 100.0            # the first step compiles for 100 s
+    bar.update(1)
+    assert "<?" in str(bar)     # no time left until a second step is done, not 9 x 100 s
+    clock[0] = 101.0
+    bar.update(1)
+    assert "<00:08" in str(bar)     # 8 steps left at 1 s each
+    bar.close()
+
+
+def test_a_compile_notice_during_a_progress_bar_goes_above_the_bar(capsys, monkeypatch, tmp_path):
+    from pqforge import _compile_cache
+    from pqforge.cli import _progress_bar
+    monkeypatch.setattr(_compile_cache, "CACHE_DIR", tmp_path)       # no marker: the notice comes
+    monkeypatch.setattr(_compile_cache, "NOTICES", True)
+
+    class Set:
+        name = "DEMO-2"
+    op = _compile_cache.compiling("demo", 5, lambda p: "demo under a bar")(lambda p: None)
+    bar = _progress_bar(3, "KAT")
+    bar.update(1)
+    op(Set())
+    bar.update(2)
+    bar.close()
+    err = capsys.readouterr().err
+    before, notice, _ = err.partition("pqforge: compiling DEMO-2 demo kernels")
+    assert notice and before.endswith(("\r", "\n")), repr(err)      # the bar's line cleared first

@@ -123,6 +123,16 @@ NOTICES = True
 Operation = TypeVar("Operation", bound=Callable[..., Any])
 
 
+def _say(line: str) -> None:
+    """``line`` on stderr; above the progress bars, when tqdm has some on screen (``pqforge kat``,
+    the ``ct`` commands), so that the line does not run into a bar."""
+    tqdm = getattr(sys.modules.get("tqdm"), "tqdm", None)
+    if getattr(tqdm, "_instances", None):
+        tqdm.write(line, file=sys.stderr)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
 def _will_compile(prefetch: Callable[[Any], None] | None, params: Any) -> bool:
     """For a first use without a marker: whether anything will really be compiled, asked of the
     kernels that ``prefetch(params)`` lists (``pqforge._units.will_compile``); True when it
@@ -156,8 +166,8 @@ def compiling(path: str, seconds: float, kernels: Callable[[Any], str],
                     if not is_compiled(key) and _will_compile(prefetch, params):
                         once = "once" if JIT_CACHE else "uncached"
                         if NOTICES:
-                            print(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
-                                  f"about {seconds:.0f} s", file=sys.stderr, flush=True)
+                            _say(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
+                                 f"about {seconds:.0f} s")
                         if prefetch is not None:
                             prefetch(params)
                     result = fn(params, *args, **kwargs)

@@ -40,9 +40,33 @@ class _Parser(argparse.ArgumentParser):
 
 def _progress_bar(total: int | None, label: str, unit: str = "it") -> Any:
     """A progress bar on stderr (tqdm): call ``update(n)`` for n more steps and ``close()``;
-    without a total, a running count (in thousands, millions)."""
+    without a total, a running count (in thousands, millions). With a total, the rate and the
+    time left are measured from the end of the first step on ('?' until a later step is done):
+    a first step may compile kernels for seconds where the others take milliseconds. A compile
+    notice printed meanwhile goes above the bar (``_compile_cache._say``)."""
     from tqdm import tqdm
-    return tqdm(total=total, desc=label, unit=unit, unit_scale=total is None, file=sys.stderr, dynamic_ncols=True)
+
+    class AfterFirstStep(tqdm):      # type: ignore[misc]
+        first: tuple[int, float] | None = None      # (steps, time) at the end of the first update
+
+        def update(self, n: float | None = 1) -> bool | None:
+            shown: bool | None = super().update(n)
+            if self.first is None and self.n > 0:
+                self.first = (self.n, self._time())
+            return shown
+
+        @property
+        def format_dict(self) -> dict[str, Any]:
+            meter: dict[str, Any] = super().format_dict
+            steps, since = (self.n - self.first[0], self._time() - self.first[1]) if self.first else (0, 0.0)
+            if steps > 0 and since > 0:
+                meter["rate"] = steps / since
+            else:
+                meter["rate"], meter["initial"] = None, self.n     # tqdm shows '?' (no steps to time)
+            return meter
+
+    bar = tqdm if total is None else AfterFirstStep
+    return bar(total=total, desc=label, unit=unit, unit_scale=total is None, file=sys.stderr, dynamic_ncols=True)
 
 
 def _read_input(path: str) -> bytes:
