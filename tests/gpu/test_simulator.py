@@ -38,4 +38,4 @@ def test_device_kernels_under_the_cuda_simulator(kat_root):
     summary = proc.stdout.strip().splitlines()[-1]
     passed = re.search(r"(\d+) passed", summary)
     # everything but the CuPy tests (GPU only) runs under the simulator
-    assert passed and int(passed.group(1)) >= 18 and "failed" not in summary, proc.stdout[-2000:]
+    assert passed and int(passed.group(1)) >= 17 and "failed" not in summary, proc.stdout[-2000:]
