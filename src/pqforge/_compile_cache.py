@@ -141,8 +141,11 @@ def _will_compile(prefetch: Callable[[Any], None] | None, params: Any) -> bool:
     loads them and must not announce a compile)."""
     if prefetch is None or not JIT_CACHE:
         return True
-    from ._units import will_compile        # (imports numba: only here, on a first use)
-    return will_compile(prefetch, params) is not False
+    try:
+        from ._units import will_compile        # (imports numba: only here, on a first use)
+        return will_compile(prefetch, params) is not False
+    except Exception:       # asking must never cost the operation: the notice, as before
+        return True
 
 
 def compiling(path: str, seconds: float, kernels: Callable[[Any], str],
