@@ -218,3 +218,41 @@ def test_the_index_check_agrees_with_loading_from_the_cache():
     assert _units.Ahead(uk.weighted_sum, (i64, types.int64))._in_index()
     never = _units.Ahead(uk.weighted_sum, (types.Array(types.float32, 3, "F"), types.int16))
     assert not never._in_index() and not never._in_cache()
+
+
+def _cli(args, env):
+    base = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    proc = subprocess.run([sys.executable, "-m", "pqforge.cli", *args], env={**base, **env}, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stderr
+
+
+def _wait_for_helpers(stderr):
+    """Wait until the helpers a command named in its last line ("... in the background (pid N)") are gone."""
+    import re
+    import time
+    for pid in [int(p) for line in stderr.splitlines() if "compile helper" in line
+                for p in re.findall(r"\d+", line.rsplit("(", 1)[1])]:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_verify_after_a_cold_sign_announces_no_compile(tmp_path):
+    # sign's helper compiles verification's kernels into the cache without writing verify's
+    # marker: verify then loads them, and must not announce "compiling ... about 8 s"
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    (tmp_path / "m").write_bytes(b"cold")
+    keygen = _cli(["keygen", "--alg", "MAYO-2", "--out", str(tmp_path / "k")], env)
+    assert "pqforge: compiling MAYO-2 keygen" in keygen
+    sign = _cli(["sign", "--key", str(tmp_path / "k.sk"), str(tmp_path / "m")], env)
+    _wait_for_helpers(keygen + sign)
+    verify = _cli(["verify", "--key", str(tmp_path / "k.pk"), str(tmp_path / "m"), str(tmp_path / "m.sig")], env)
+    assert NOTICE not in verify, verify
+    assert list((tmp_path / "cache" / "pqforge-compiled").glob("mayo-verify*"))     # the marker, written now
