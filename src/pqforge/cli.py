@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 from . import __version__, algorithms, keyfile
 from ._memory import retain_freed_heap
-from .errors import PQForgeError
+from .errors import KernelSetUnavailable, PQForgeError
 from .files import STDOUT, Output, check_outputs, write_outputs
 
 
@@ -133,6 +133,8 @@ def algorithm_name(name: str) -> str:
     try:
         return str(algorithms.get(name).name)
     except PQForgeError as exc:
+        if isinstance(exc, KernelSetUnavailable):       # the environment, not the argument
+            raise _UsageError(str(exc)) from None
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 

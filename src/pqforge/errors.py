@@ -35,6 +35,10 @@ class InvalidInput(PQForgeError, ValueError):
     """An argument has the wrong length, range or content."""
 
 
+class KernelSetUnavailable(InvalidInput):
+    """``PQFORGE_KERNELS`` names a kernel set this CPU cannot run, or no set at all."""
+
+
 class InvalidType(PQForgeError, TypeError):
     """An argument has the wrong type (for example str where bytes are expected)."""
 

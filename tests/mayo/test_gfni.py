@@ -169,6 +169,15 @@ def test_the_environment_chooses_the_kernel_set():
     assert "PQFORGE_KERNELS='portabel' names no kernel set; expected one of auto, gfni, avx2, portable" in typo.stderr
 
 
+def test_the_command_line_blames_the_environment_not_the_argument():
+    env = dict(os.environ, PQFORGE_KERNELS="portabel")
+    run = subprocess.run([sys.executable, "-c", "import sys; from pqforge.cli import main; sys.exit(main(sys.argv[1:]))",
+                          "keygen", "--alg", "MAYO-2", "--out", os.devnull], env=env, capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stderr.startswith("pqforge: error: PQFORGE_KERNELS='portabel' names no kernel set"), run.stderr
+    assert "--alg" not in run.stderr
+
+
 def test_a_set_the_cpu_cannot_run_is_a_clear_error():
     haswell = dict(NUMBA_CPU_NAME="haswell", NUMBA_CPU_FEATURES="+64bit,+avx,+avx2,+sse4.2")
     assert _set_in_subprocess(None, **haswell).stdout.strip() == "avx2"

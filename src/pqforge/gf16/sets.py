@@ -24,17 +24,13 @@ import os
 import numba as nb
 import numpy as np
 
-from ..errors import InvalidInput
+from ..errors import KernelSetUnavailable
 
 ENV = "PQFORGE_KERNELS"
 NAMES = ("gfni", "avx2", "portable")
 """Fastest first."""
 
 _NEEDS = {"gfni": {"gfni", "avx"}, "avx2": {"avx2"}, "portable": set()}
-
-
-class KernelSetUnavailable(InvalidInput):
-    """``PQFORGE_KERNELS`` names a set this CPU cannot run, or no set at all."""
 
 
 def cpu_features() -> set[str]:
