@@ -139,11 +139,11 @@ def _will_compile(prefetch: Callable[[Any], None] | None, params: Any) -> bool:
     lists none, or there is no cache. A marker is missing where another process's helper filled
     the cache (``pqforge sign`` compiles verification's kernels in one; ``pqforge verify`` then
     loads them and must not announce a compile)."""
-    if prefetch is None or not JIT_CACHE:
+    units = sys.modules.get("pqforge._units")   # loaded by every module with a prefetch hook;
+    if prefetch is None or not JIT_CACHE or units is None:     # no import here: _units imports this one
         return True
     try:
-        from ._units import will_compile        # (imports numba: only here, on a first use)
-        return will_compile(prefetch, params) is not False
+        return units.will_compile(prefetch, params) is not False
     except Exception:       # asking must never cost the operation: the notice, as before
         return True
 
