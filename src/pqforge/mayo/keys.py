@@ -16,7 +16,6 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable, Sequence
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ import numpy.typing as npt
 
 from ..drbg import Rng
 from ..engine.inputs import checked_rng
+from ..closable import ClosablePrivateKey
 from ..errors import BytesLike, InvalidKey, InvalidSignature, require_bytes
 from . import api, scheme
 from .params import MayoParams
@@ -86,7 +86,7 @@ def _zero_arrays(arrays: Sequence[Any]) -> None:
             array.fill(0)
 
 
-class MayoPrivateKey:
+class MayoPrivateKey(ClosablePrivateKey):
     """A MAYO private key (compact form: the ``private_key_size``-byte seed).
 
     ``close()``, or leaving ``with sk:``, zeroes the expanded secret key (the oil matrix O and
@@ -129,11 +129,6 @@ class MayoPrivateKey:
         data = require_bytes(data, "data")
         return scheme.sign(self.algorithm.params, self.expanded(), data, checked_rng(rng))
 
-    @property
-    def closed(self) -> bool:
-        """Whether ``close()`` has run (the expanded secret key is zeroed; the key cannot be used)."""
-        return self._closed
-
     def close(self) -> None:
         """Zero the expanded secret key in place and make this object unusable (later calls raise
         InvalidKey; closing again does nothing). Call it when no other thread is using the key.
@@ -160,14 +155,6 @@ class MayoPrivateKey:
         for matrices in (slot or {}).values():
             blocks = getattr(matrices, "P1_blocks", None) or ()
             _zero_arrays([getattr(matrices, "KL", None), *[b[-1] if isinstance(b, tuple) else b for b in blocks]])
-
-    def __enter__(self) -> "MayoPrivateKey":
-        self._check_open()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> None:
-        self.close()
 
     def __del__(self, _ref: Any = weakref.ref, _finalize: Any = weakref.finalize,
                 _zero_all: Callable[[Sequence[Any]], None] = _zero_arrays) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any
 
 from ..drbg import Rng
+from ..closable import ClosablePrivateKey
 from ..errors import BytesLike, InvalidKey
 from . import scheme
 from .params import Params
@@ -43,7 +43,7 @@ class McEliecePublicKey:
         return f"<McEliecePublicKey {self._alg.name}>"
 
 
-class McEliecePrivateKey:
+class McEliecePrivateKey(ClosablePrivateKey):
     """A Classic McEliece private key, ``private_key_size`` bytes (6,492 to 14,120).
 
     A context manager like the MAYO keys: ``close()``, or leaving ``with sk:``, makes the object
@@ -67,11 +67,6 @@ class McEliecePrivateKey:
     def algorithm(self) -> "McElieceAlgorithm":
         return self._alg
 
-    @property
-    def closed(self) -> bool:
-        """Whether ``close()`` has run (the key cannot be used)."""
-        return self._closed
-
     def public_key(self) -> McEliecePublicKey:
         """The matching public key (recomputed from the private key once if it was loaded from bytes)."""
         self._check_open()
@@ -94,14 +89,6 @@ class McEliecePrivateKey:
         nothing). Those bytes are not wiped: Python cannot overwrite a bytes object."""
         self._closed = True
         self._raw = b""
-
-    def __enter__(self) -> "McEliecePrivateKey":
-        self._check_open()
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
-                 traceback: TracebackType | None) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<McEliecePrivateKey {self._alg.name}{' (closed)' if self._closed else ''}>"
