@@ -53,6 +53,21 @@ class Codegen:
         self.builder.store(self.builder.bitcast(self.load(ptr), kind), var)
         return var
 
+    def blocks_at(self, data, base, step, count, kind):
+        """The ``count`` 32-byte blocks from element ``base`` of an array, ``step`` elements apart, as ``kind``."""
+        b, i64 = self.builder, ir.IntType(64)
+        return [b.bitcast(self.load(self.block(data, b.add(base, i64(step * k)))), kind) for k in range(count)]
+
+    def sums_over_terms(self, data, starts, kind, count, term):
+        """The 32-byte blocks of ``data`` at the element indices ``starts``, held as variables of
+        type ``kind`` (in registers) while ``term(q, sums)`` runs for q < count, then stored back."""
+        b = self.builder
+        sums = [(at, self.register(at, kind)) for at in (self.block(data, i) for i in starts)]
+        with cgutils.for_range(b, count) as terms:
+            term(terms.index, [var for _, var in sums])
+        for at, var in sums:
+            b.store(b.bitcast(b.load(var), self.lanes), at).align = 1
+
     def in_chunks(self, total, size, run):
         """run(n, first) for units first .. first + n - 1 covering 0 .. total - 1: chunks of
         ``size`` in a loop, then the rest in a chunk of its own (each n known when compiling)."""

@@ -132,24 +132,19 @@ def _accumulate_columns(typingctx, tmp, src, s, step, shrink, count, matrices, j
         s_, step_, shrink_, count_, j0_, cols_ = (g.index(args[i], kinds[i]) for i in (2, 3, 4, 5, 7, 8))
 
         def run(size, c0):
-            """Columns c0 .. c0 + size - 1 over all terms."""
-            sums = []                                  # per column and block: (pointer into tmp, variable)
-            for i in range(size):
-                for b in range(blocks):
-                    at = g.block(tmp_data, builder.add(builder.mul(builder.add(c0, i64(i)), i64(W)), i64(4 * b)))
-                    sums.append((at, g.register(at, g.lanes)))
-            with cgutils.for_range(builder, count_) as terms:
-                q = terms.index
-                base = g.term_offset(s_, step_, shrink_, q)
-                xs = [g.load(g.block(src_data, builder.add(base, i64(sstep * b)))) for b in range(blocks)]
+            """Columns c0 .. c0 + size - 1 over all terms (sum of column i, block b: sums[i blocks + b])."""
+            starts = [builder.add(builder.mul(builder.add(c0, i64(i)), i64(W)), i64(4 * b))
+                      for i in range(size) for b in range(blocks)]
+
+            def term(q, sums):
+                xs = g.blocks_at(src_data, g.term_offset(s_, step_, shrink_, q), sstep, blocks, g.lanes)
                 row = builder.add(builder.mul(builder.add(j0_, q), cols_), c0)
                 for i in range(size):
                     matrix = g.broadcast(builder.load(builder.gep(mat_data, [builder.add(row, i64(i))])))
                     for b in range(blocks):
-                        acc = sums[i * blocks + b][1]
+                        acc = sums[i * blocks + b]
                         builder.store(builder.xor(builder.load(acc), g.affine(xs[b], matrix)), acc)
-            for at, acc in sums:
-                builder.store(builder.load(acc), at).align = 1
+            g.sums_over_terms(tmp_data, starts, g.lanes, count_, term)
 
         g.in_chunks(cols_, G, run)
         return context.get_dummy_value()

@@ -155,33 +155,22 @@ def _accumulate_pairs(typingctx, tmp, src, s, step, shrink, count, tables, j0, p
         s_, step_, shrink_, count_, j0_, pairs_ = (g.index(args[i], kinds[i]) for i in (2, 3, 4, 5, 7, 8))
 
         def run(size, p0):
-            """Pairs p0 .. p0 + size - 1 over all terms."""
-            sums = []                                  # per pair, half and block: (pointer into tmp, variable)
-            for i in range(size):
-                for half in range(2):
-                    slot = builder.add(builder.mul(builder.add(p0, i64(i)), i64(2 * W)), i64(half * W))
-                    for b in range(blocks):
-                        at = g.block(tmp_data, builder.add(slot, i64(4 * b)))
-                        sums.append((at, g.register(at, octets)))
-            with cgutils.for_range(builder, count_) as terms:
-                q = terms.index
-                base = g.term_offset(s_, step_, shrink_, q)
-                halves = ([], [])
-                for b in range(blocks):
-                    x = builder.bitcast(g.load(g.block(src_data, builder.add(base, i64(sstep * b)))), octets)
-                    halves[0].append(builder.and_(x, nibble))
-                    halves[1].append(builder.and_(builder.lshr(x, four), nibble))
+            """Pairs p0 .. p0 + size - 1 over all terms (pair i, half h, block b: sums[(2i + h) blocks + b])."""
+            starts = [builder.add(builder.mul(builder.add(p0, i64(i)), i64(2 * W)), i64(half * W + 4 * b))
+                      for i in range(size) for half in range(2) for b in range(blocks)]
+
+            def term(q, sums):
+                xs = g.blocks_at(src_data, g.term_offset(s_, step_, shrink_, q), sstep, blocks, octets)
+                halves = ([builder.and_(x, nibble) for x in xs], [builder.and_(builder.lshr(x, four), nibble) for x in xs])
                 row = builder.add(builder.mul(builder.add(j0_, q), pairs_), p0)
                 for i in range(size):
-                    table = builder.bitcast(g.load(g.block(table_data, builder.mul(builder.add(row, i64(i)), i64(4)))),
-                                            octets)
+                    table = g.blocks_at(table_data, builder.mul(builder.add(row, i64(i)), i64(4)), 0, 1, octets)[0]
                     for half in range(2):
                         for b in range(blocks):
-                            acc = sums[(2 * i + half) * blocks + b][1]
+                            acc = sums[(2 * i + half) * blocks + b]
                             builder.store(builder.xor(builder.load(acc), builder.call(shuffle, [table, halves[half][b]])),
                                           acc)
-            for at, acc in sums:
-                builder.store(builder.bitcast(builder.load(acc), g.lanes), at).align = 1
+            g.sums_over_terms(tmp_data, starts, octets, count_, term)
 
         g.in_chunks(pairs_, G, run)
         return context.get_dummy_value()
