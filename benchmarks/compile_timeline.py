@@ -1,6 +1,6 @@
 """Where a first use's compile time goes: one cold round trip with every compile logged.
 
-    python benchmarks/compile_timeline.py ALGORITHM [--json]
+    python benchmarks/compile_timeline.py ALGORITHM [--json] [--functions DEPTH]
 
 Runs keygen + sign + verify (a KEM: keygen + encap + decap) in a new process with an empty numba
 cache and waits for the helpers it started. Every process (the one running the operations and
@@ -132,6 +132,9 @@ def run(alg: str) -> dict:
                  and g["start"] >= f["start"] and g["end"] <= f["end"]]
         f["own"] = f["cpu"] - sum(g["cpu"] for g in inner)
     entries = sorted((r for r in records if r.get("kind") == "entry" and r["cpu"] > 0.05), key=lambda r: r["start"])
+    compiled = [{"pid": f["pid"], "depth": f["depth"], "name": f["name"], "start_s": f["start"] - t0,
+                 "end_s": f["end"] - t0, "cpu_s": f["cpu"], "own_cpu_s": f["own"]}
+                for f in sorted(functions, key=lambda f: f["start"])]
     numpy_overloads = sum(f["own"] for f in functions if f["name"].startswith(_NUMPY_OVERLOADS))
     callees = sum(f["own"] for f in functions if f["depth"] > 0 and not f["name"].startswith(_NUMPY_OVERLOADS))
     compile_cpu = sum(e["cpu"] for e in entries) + sum(f["cpu"] for f in functions if f["depth"] == 0
@@ -140,13 +143,15 @@ def run(alg: str) -> dict:
     return {"alg": alg, **times, "processes": processes,
             "entries": [{"pid": e["pid"], "name": e["name"], "start_s": e["start"] - t0, "end_s": e["end"] - t0,
                          "cpu_s": e["cpu"]} for e in entries],
-            "compile_cpu_s": compile_cpu, "callees_cpu_s": callees, "numpy_overloads_cpu_s": numpy_overloads}
+            "functions": compiled, "compile_cpu_s": compile_cpu, "callees_cpu_s": callees, "numpy_overloads_cpu_s": numpy_overloads}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("alg")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--functions", type=int, metavar="DEPTH",
+                        help="also list every function compiled, nested up to DEPTH (0: the outermost)")
     args = parser.parse_args()
     res = run(args.alg)
     if args.json:
@@ -159,6 +164,11 @@ def main() -> None:
               f"{p['exit_s']:.1f} s")
     for e in res["entries"]:
         print(f"  {e['pid']:>8} {e['start_s']:6.2f} {e['end_s']:6.2f}  {e['cpu_s']:5.2f} s CPU  {e['name']}")
+    if args.functions is not None:
+        for f in res["functions"]:
+            if f["depth"] <= args.functions:
+                print(f"  {f['pid']:>8} {f['start_s']:6.2f} {f['end_s']:6.2f}  {f['cpu_s']:5.2f} s CPU "
+                      f"({f['own_cpu_s']:5.2f} own)  {'  ' * f['depth']}{f['name']}")
     print(f"  compile CPU {res['compile_cpu_s']:.1f} s, of which callees compiled on their own "
           f"{res['callees_cpu_s']:.1f} s and numba's numpy overloads {res['numpy_overloads_cpu_s']:.1f} s")
 

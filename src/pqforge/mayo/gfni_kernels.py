@@ -38,7 +38,8 @@ def _add_p1_times_oil(slots, forms, v, o, limbs, symmetric, like):
     """Q ^= P1 O, where Q is the v x o block after P1 (P2 on entry) and ``forms`` O's
     (``matrix_forms``); with ``symmetric`` (public), Q ^= (P1 + P1^T) O instead, whose diagonal is
     zero: row r of Q takes P1[r, j] O[j, :] along P1's packed row r (j > r), and the transpose's
-    P1[j, r] O[j, :] down P1's column r (j < r)."""
+    P1[j, r] O[j, :] down P1's column r (j < r). Callers pass ``symmetric`` as ``np.bool_(...)``, not
+    a constant: numba compiles a function once per constant it is called with."""
     W = 4 * len(limbs)
     q0 = v * (v + 1) // 2 * W
     first = 1 if symmetric else 0
@@ -72,7 +73,7 @@ def public_key_from_slots(slots, oil, v, o, limbs, like, out):
     W = 4 * len(limbs)
     mb = out.shape[0] // (o * (o + 1) // 2)
     forms = oil_forms(oil, v, o, like)
-    _add_p1_times_oil(slots, forms, v, o, limbs, False, like)    # Q = P1 O + P2
+    _add_p1_times_oil(slots, forms, v, o, limbs, np.bool_(False), like)    # Q = P1 O + P2
     q0 = v * (v + 1) // 2 * W
     P3 = np.zeros(o * o * W, np.uint64)                       # P3[:, c] = sum_r Q[r, c] O[r, :]
     tmp = row_scratch(o, limbs)
@@ -98,10 +99,11 @@ def expand_secret_slots(slots, O, limbs, like):
     """L = (P1 + P1^T) O + P2 in place of P2 in ``slots`` (P1 stays), for the oil matrix O (v, o).
     Secret: O and L."""
     v, o = O.shape
-    _add_p1_times_oil(slots, matrix_forms(O, like), v, o, limbs, True, like)
+    _add_p1_times_oil(slots, matrix_forms(O, like), v, o, limbs, np.bool_(True), like)
 
 
-@nb.njit(**_JIT)
+# inlined: its only caller compiles it once (compiled alone it would be optimised twice)
+@nb.njit(**_JIT, inline="always")
 def quadratic_pairs(forms, k, size, P, limbs, like, U):
     """U[i, j] ^= x_i^T P x_j (k*k slots, flat) for the k vectors x_i of length ``size`` given by
     the forms of X^T (``matrix_forms``, size x k) and the packed upper-triangular P (flat slots;
@@ -121,7 +123,8 @@ def quadratic_pairs(forms, k, size, P, limbs, like, U):
         row_flush(U, j * W, k * W, tmp, k, limbs, like)
 
 
-@nb.njit(**_JIT)
+# inlined: its only caller compiles it once (compiled alone it would be optimised twice)
+@nb.njit(**_JIT, inline="always")
 def sign_products(V, slots, o, limbs, like, M, U):
     """The products of one signing attempt on the encoding: M[i, c] = v_i^T L[:, c] (k*o slots)
     and U[i, j] = v_i^T P1 v_j (k*k slots), accumulated into M and U (flat, zeroed), for the
@@ -154,7 +157,8 @@ def sign_attempt(V, r, slots, o, t, f_tail, limbs, like, x, units):
     return whip_and_solve(U, M, t, r, f_tail, x, units)
 
 
-@nb.njit(**_JIT)
+# inlined: its only caller compiles it once (compiled alone it would be optimised twice)
+@nb.njit(**_JIT, inline="always")
 def evaluate_public(S, epk, v, limbs, like, f_tail, y, units):
     """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S, read
     straight from the specification's expanded public key P1 || P2 || P3 (``epk``, uint8, m/2
