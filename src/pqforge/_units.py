@@ -323,6 +323,14 @@ def running_helpers() -> list[int]:
     return sorted(_helpers)
 
 
+def reap_helpers() -> None:
+    """Collect the exit status of this process's helpers that have ended, so that none stays a
+    zombie in a long-running process (``pqforge serve``); unlike ``running_helpers`` it forgets
+    none, so another thread may go through the helpers meanwhile."""
+    for helper in list(_helpers.values()):
+        helper.poll()
+
+
 def stop_helpers(timeout: float = 0.0) -> None:
     """Give this process's helpers ``timeout`` seconds to finish, then end those still running
     (what they have put in the cache stays; an entry cut short is compiled by whoever needs it

@@ -3,11 +3,14 @@ is created, private store files, a clean exit on SIGTERM."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import os
 import signal
 import sqlite3
 import stat
 import time
+from pathlib import Path
 
 from pqforge.service.store import open_store
 
@@ -99,3 +102,36 @@ def test_sigterm_after_a_clean_drain_exits_0(tmp_path):
         assert "Application shutdown complete" in srv.log()
     finally:
         srv.stop()
+
+
+def _reaped(pid: int) -> bool:
+    """Whether the process ``pid`` is gone, its exit status collected (not a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "RSDZT"
+    except FileNotFoundError:
+        return True
+
+
+def test_a_compile_helper_that_ended_is_reaped_while_the_server_runs(tmp_path, monkeypatch):
+    from pqforge import _units
+    from pqforge.service import Settings, app as service_app
+    monkeypatch.setattr(_units, "_WORKER", "pass")                  # a helper that ends at once
+    monkeypatch.setattr(service_app, "_warm", lambda service: service.warmed.set())
+    monkeypatch.setattr(service_app, "REAP_EVERY_S", 0.05)
+    monkeypatch.setenv("PQFORGE_MASTER_KEY", base64.b64encode(os.urandom(32)).decode())
+    monkeypatch.setenv("PQFORGE_MALLOC_TUNING", "0")                # leave this process's allocator alone
+    app = service_app.create_app(Settings(store=f"sqlite:///{tmp_path / 'pqforge.db'}", warm_up=[]))
+
+    async def serve_while_a_helper_ends():
+        async with app.router.lifespan_context(app):
+            before = set(_units._helpers)
+            _units._start_helper([])            # as a first use's prefetch starts one
+            pid, = set(_units._helpers) - before
+            deadline = time.monotonic() + 60
+            while not _reaped(pid):             # it ends at once; the server must collect it
+                assert time.monotonic() < deadline, f"helper {pid} not reaped"
+                await asyncio.sleep(0.05)
+    try:
+        asyncio.run(serve_while_a_helper_ends())
+    finally:
+        _units.stop_helpers()

@@ -1,7 +1,10 @@
 """Dynamic batching: single-message requests for the same (key, operation) wait in a bounded
 queue, which is flushed into one batch call when it holds ``max_batch`` requests or its oldest
 request has waited ``max_wait_ms``. The batch runs in a worker thread (the compiled chunks
-release the GIL), so the event loop keeps accepting requests meanwhile.
+release the GIL), so the event loop keeps accepting requests meanwhile. While a batch of a queue
+is being computed, the requests that arrive meanwhile wait for it to end (or for ``max_batch``
+of them) and then go as the next batch: a batch call already uses every core, so a second one
+beside it would only split them, and under load the batches grow instead of the calls.
 
 Each request owns a future; the batch function returns one result per item, in order, and the
 i-th result goes to the i-th future, so every caller gets exactly its own answer. A request whose
@@ -23,12 +26,13 @@ class QueueFull(Exception):
 
 
 class _Queue:
-    __slots__ = ("items", "timer", "run")
+    __slots__ = ("items", "timer", "run", "running")
 
     def __init__(self, run):
         self.items = deque()      # (payload, future, enqueued_at)
         self.timer = None
         self.run = run            # blocking: list of payloads -> list of results
+        self.running = 0          # batches of this queue being computed
 
 
 class Batcher:
@@ -58,7 +62,7 @@ class Batcher:
         queue.items.append((payload, future, time.monotonic()))
         if len(queue.items) >= self.max_batch:
             self._flush(key, queue)
-        elif queue.timer is None:
+        elif queue.timer is None and not queue.running:     # else the running batch's end flushes
             queue.timer = asyncio.get_running_loop().call_later(self.max_wait, self._flush, key, queue)
         return future
 
@@ -74,18 +78,32 @@ class Batcher:
                 if not future.done():          # cancelled: the client went away
                     batch.append((payload, future))
             if batch:
-                task = loop.create_task(self._run(key[0], queue.run, batch))
+                queue.running += 1
+                task = loop.create_task(self._run(key, queue, batch))
                 self._running.add(task)
                 task.add_done_callback(self._running.discard)
             if len(queue.items) < self.max_batch and not everything:
                 break
+        if queue.running:
+            return        # what is left goes when the running batch ends
         if queue.items:   # fewer than max_batch left: flush when the oldest has waited max_wait
             waited = time.monotonic() - queue.items[0][2]
             queue.timer = loop.call_later(max(0.0, self.max_wait - waited), self._flush, key, queue)
         else:
             self._queues.pop(key, None)
 
-    async def _run(self, operation: str, run, batch) -> None:
+    async def _run(self, key: tuple, queue: _Queue, batch) -> None:
+        try:
+            await self._compute(key[0], queue.run, batch)
+        finally:
+            queue.running -= 1
+            if not queue.running:   # the requests that came meanwhile are the next batch
+                if queue.items:
+                    self._flush(key, queue)
+                elif self._queues.get(key) is queue:
+                    del self._queues[key]
+
+    async def _compute(self, operation: str, run, batch) -> None:
         live = [(p, f) for p, f in batch if not f.done()]
         if not live:
             return

@@ -110,6 +110,7 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer " .. TOKEN
 request = function()
+  if #bodies == 0 then return wrk.format("GET") end
   next_body = next_body % #bodies + 1
   return wrk.format(nil, nil, nil, bodies[next_body])
 end
@@ -128,8 +129,9 @@ def _children_cpu_seconds() -> float:
 
 def _load_wrk(port: int, token: str, path: str, bodies: list[bytes], concurrency: int, limit_s: float,
               workdir: Path) -> dict:
-    """``wrk`` with ``concurrency`` connections for ``limit_s`` seconds (wrk has no request bound)."""
-    (workdir / "bodies.txt").write_bytes(b"\n".join(bodies) + b"\n")
+    """``wrk`` with ``concurrency`` connections for ``limit_s`` seconds (wrk has no request bound);
+    GET requests when ``bodies`` is empty."""
+    (workdir / "bodies.txt").write_bytes(b"".join(body + b"\n" for body in bodies))
     script = workdir / "post.lua"
     script.write_text(f"local BODIES = {json.dumps(str(workdir / 'bodies.txt'))}\n"
                       f"local TOKEN = {json.dumps(token)}\n" + _WRK_SCRIPT)
@@ -152,11 +154,14 @@ def _load_python(port: int, token: str, path: str, bodies: list[bytes], concurre
     return {**result, "gen_cpu_s": _cpu_seconds() - cpu0}
 
 
-def _start_server(workdir: Path, alg: str, max_batch: int, max_wait_ms: float, backend: str, workers: int):
+def _start_server(workdir: Path, alg: str, max_batch: int, max_wait_ms: float, backend: str, workers: int,
+                  max_queue: int | None = 100000):
+    """A ``pqforge serve`` process, its port and an admin token; ``max_queue`` None keeps the default."""
     src = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
     store = f"sqlite:///{workdir / 'bench.db'}"
-    (workdir / "bench.toml").write_text(f'[serve]\nwarm_up = ["{alg}"]\nmax_queue = 100000\n')
+    queue = f"max_queue = {max_queue}\n" if max_queue is not None else ""
+    (workdir / "bench.toml").write_text(f'[serve]\nwarm_up = ["{alg}"]\n{queue}')
     made = subprocess.run([sys.executable, "-m", "pqforge.cli", "tokens", "create", "--store", store,
                            "--scope", "admin"], capture_output=True, text=True, env=env, check=True)
     token = json.loads(made.stdout)["token"]

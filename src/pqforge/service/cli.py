@@ -110,9 +110,10 @@ def cmd_serve(args) -> int:
             if settings.host in ("127.0.0.1", "localhost", "::1") else "all addresses of this host can reach it")
     print(f"pqforge serve: {scheme}://{settings.host}:{settings.port} ({note}); "
           f"master key: {master_key_source}", file=sys.stderr, flush=True)
+    from .protocol import http_protocol
     options = dict(host=settings.host, port=settings.port, ssl_certfile=settings.ssl_certfile,
                    ssl_keyfile=settings.ssl_keyfile, log_config=None, access_log=args.access_log,
-                   timeout_graceful_shutdown=args.drain_timeout)
+                   timeout_graceful_shutdown=args.drain_timeout, http=http_protocol())
     if settings.workers > 1:   # worker processes build their app from the settings in the environment
         os.environ[SETTINGS_ENV] = json.dumps(dataclasses.asdict(settings))
         uvicorn.run("pqforge.service.cli:app_from_environment", factory=True, workers=settings.workers, **options)

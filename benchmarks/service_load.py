@@ -1,0 +1,151 @@
+"""The service under wrk, next to the library's batch calls in the same run.
+
+    python benchmarks/service_load.py [--seconds 10] [--connections 64] [--rounds 2] [--no-write]
+
+Starts one ``pqforge serve`` with its default settings on an ephemeral loopback port (a fresh
+SQLite store, one MAYO-2 key), then, each round, interleaved: ``GET /healthz`` (the HTTP ceiling
+of the stack), single-message ``POST /v1/keys/ID/sign``, the library's ``sign_many`` (256
+messages per call, default arguments, in this process while the server idles), single-message
+``POST /v1/verify`` and the library's ``verify_many``. wrk: one thread, one keep-alive
+connection per client, time-limited (``pqforge.service.bench``). Prints each figure with the
+server's CPU time per request, and writes one results file (``benchmarks/results/README.md``):
+``service-load-MACHINE-DATE.jsonl``, a letter after the date when that name is taken.
+
+Targets (issue 26): single sign at 64 clients >= 50% of ``sign_many`` with p99 <= 50 ms; single
+verify >= 50% of ``/healthz``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import platform
+import shutil
+import string
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pqforge import algorithms
+from pqforge.client import Client
+from pqforge.service.bench import _cpu_seconds, _load_wrk, _rate, _start_server
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _machine() -> str:
+    """The processor as the other results files name it: model name, family and model, vCPUs."""
+    try:
+        info = dict(line.split(":", 1) for line in open("/proc/cpuinfo").read().split("\n\n")[0].splitlines()
+                    if ":" in line)
+        info = {k.strip(): v.strip() for k, v in info.items()}
+        model = f"{info['model name']} family {info['cpu family']} model {info['model']}"
+    except (OSError, KeyError):
+        model = platform.processor() or platform.machine()
+    return f"{model}, {os.cpu_count()} vCPU"
+
+
+def _results_path(tag: str, date: str) -> Path:
+    for suffix in [""] + list(string.ascii_lowercase):
+        path = RESULTS / f"service-load-{tag}-{date}{suffix}.jsonl"
+        if not path.exists():
+            return path
+    raise SystemExit("too many results files for one day")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--alg", default="MAYO-2")
+    parser.add_argument("--seconds", type=float, default=10.0, help="seconds per wrk run (default 10)")
+    parser.add_argument("--connections", type=int, default=64, help="wrk connections (default 64)")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (default 2)")
+    parser.add_argument("--machine-tag", default="zen4", help="short machine name in the file name (default zen4)")
+    parser.add_argument("--no-write", action="store_true", help="print only; write no results file")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("service_load: needs wrk (apt-get install wrk)")
+
+    alg = algorithms.get(args.alg)
+    many = [b"bench message %d" % i for i in range(256)]
+    sk = alg.generate_private_key()
+    pk = sk.public_key()
+    many_sigs = sk.sign_many(many)
+    pk.verify_many(many, many_sigs)          # key expansion and first-use compiles, untimed
+    library = {"sign": lambda: _rate(lambda: sk.sign_many(many), len(many), min_s=3.0),
+               "verify": lambda: _rate(lambda: pk.verify_many(many, many_sigs), len(many), min_s=3.0)}
+    started_utc = time.strftime("%H:%M", time.gmtime())
+    rows, latencies = [], []
+
+    with tempfile.TemporaryDirectory(prefix="pqforge-load-") as tmp:
+        workdir = Path(tmp)
+        proc, port, token = _start_server(workdir, alg.name, 256, 2.0, "cpu", 1, max_queue=None)
+        try:
+            with Client(f"http://127.0.0.1:{port}", token) as c:
+                key = c.create_key(alg.name)
+                messages = [b"wrk message %d" % i for i in range(4096)]
+                signatures = c.sign_many(key["id"], messages)
+            b64 = lambda b: base64.b64encode(b).decode()
+            sign_bodies = [json.dumps({"message": b64(m)}).encode() for m in messages]
+            verify_bodies = [json.dumps({"key_id": key["id"], "message": b64(m), "signature": b64(s)}).encode()
+                             for m, s in zip(messages, signatures)]
+            http = {"healthz": ("/healthz", []), "sign": (f"/v1/keys/{key['id']}/sign", sign_bodies),
+                    "verify": ("/v1/verify", verify_bodies)}
+
+            def served(op: str) -> float:
+                path, bodies = http[op]
+                cpu0 = _cpu_seconds(proc.pid)
+                result = _load_wrk(port, token, path, bodies, args.connections, args.seconds, workdir)
+                cpu_us = (_cpu_seconds(proc.pid) - cpu0) / max(1, result["requests"]) * 1e6
+                print(f"  {op:<8} {result['per_s']:>9,.0f}/s  p50 {result['p50_ms']:6.1f} ms  p99 "
+                      f"{result['p99_ms']:6.1f} ms  errors {result['errors']}  server CPU {cpu_us:5.0f} us/request  "
+                      f"wrk CPU {result['gen_cpu_s']:.2f} s", flush=True)
+                latencies.append(f"{op} {result['p99_ms']:.1f}")
+                return result["per_s"]
+
+            def lib(op: str) -> float:
+                rate = library[op]()
+                print(f"  {op}_many {rate:>9,.0f}/s (library, {len(many)} messages per call)", flush=True)
+                return rate
+
+            for round_ in range(1, args.rounds + 1):
+                print(f"round {round_}", flush=True)
+                figures = {"healthz": served("healthz"), "sign": served("sign")}
+                lib_sign = lib("sign")
+                figures["verify"] = served("verify")
+                lib_verify = lib("verify")
+                print(f"  single sign = {100 * figures['sign'] / lib_sign:.0f}% of sign_many; single verify = "
+                      f"{100 * figures['verify'] / figures['healthz']:.0f}% of healthz", flush=True)
+                rows.append({"round": round_, "alg": alg.name, "impl": f"pqforge serve, {args.connections} clients",
+                             "per_s": {k: round(v) for k, v in figures.items()}})
+                rows.append({"round": round_, "alg": alg.name, "impl": "library sign_many / verify_many",
+                             "per_s": {"sign": round(lib_sign), "verify": round(lib_verify)}})
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+
+    if args.no_write:
+        return 0
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    meta = {"comparison": "service-load", "machine": _machine(), "date": date,
+            "time_utc": f"{started_utc}-{time.strftime('%H:%M', time.gmtime())}",
+            "unit": "per_s", "reference": "library sign_many / verify_many",
+            "command": f"`python benchmarks/service_load.py --seconds {args.seconds:g} --connections "
+                       f"{args.connections} --rounds {args.rounds}`",
+            "method": f"one `pqforge serve` with default settings; per round, interleaved: wrk (1 thread, "
+                      f"{args.connections} keep-alive connections, {args.seconds:g} s) on `GET /healthz`, single "
+                      f"`POST /v1/keys/ID/sign`, the library's `sign_many` (256 messages per call, at least 3 s), "
+                      f"single `POST /v1/verify`, `verify_many`; the service's row is requests per second",
+            "p99_ms": ", ".join(latencies),
+            "kernels": os.environ.get("PQFORGE_KERNELS", "the default set for this CPU"),
+            "python": sys.version.split()[0]}
+    path = _results_path(args.machine_tag, date)
+    path.write_text("".join(json.dumps(line) + "\n" for line in [{"meta": meta}, *rows]))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The batcher's order of batches and the one-write transport, without a server."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from pqforge.service.batcher import Batcher
+from pqforge.service.protocol import OneWriteTransport
+
+
+def test_requests_that_come_while_a_batch_runs_go_as_the_next_batch():
+    release = threading.Event()
+    sizes = []
+
+    def run(payloads):
+        sizes.append(len(payloads))
+        release.wait(30)            # the first batch runs until the test lets it end
+        return [p * 2 for p in payloads]
+
+    async def scenario():
+        with ThreadPoolExecutor(2) as executor:
+            batcher = Batcher(executor, max_batch=64, max_wait_ms=1.0, max_queue=1000)
+            first = batcher.submit(("sign", "k"), 0, run)
+            while not sizes:
+                await asyncio.sleep(0.01)
+            later = [batcher.submit(("sign", "k"), i, run) for i in range(1, 11)]
+            await asyncio.sleep(0.1)          # far past max_wait: still no second batch beside the first
+            assert sizes == [1]
+            release.set()
+            results = await asyncio.gather(first, *later)
+            assert results == [i * 2 for i in range(11)]        # each request its own answer
+            assert sizes == [1, 10]
+            await batcher.drain()
+            assert batcher.depth() == 0
+
+    asyncio.run(scenario())
+
+
+class _Recorder:
+    def __init__(self):
+        self.writes, self.closed = [], False
+
+    def write(self, data):
+        assert not self.closed
+        self.writes.append(bytes(data))
+
+    def is_closing(self):
+        return self.closed
+
+    def close(self):
+        self.closed = True
+
+    def get_write_buffer_size(self):
+        return 0
+
+    def get_extra_info(self, name):
+        return f"info {name}"
+
+
+def test_a_response_leaves_in_one_write_and_before_the_close():
+    async def scenario():
+        inner = _Recorder()
+        transport = OneWriteTransport(inner, asyncio.get_running_loop())
+        transport.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
+        transport.write(b"{}")
+        assert inner.writes == [] and transport.get_write_buffer_size() == 40
+        await asyncio.sleep(0)
+        assert inner.writes == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]
+        transport.write(b"last")
+        transport.close()                  # what was written before the close still leaves
+        assert inner.writes[-1] == b"last" and inner.closed
+        assert transport.get_extra_info("peername") == "info peername"   # the rest goes through
+
+    asyncio.run(scenario())
