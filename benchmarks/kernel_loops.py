@@ -64,7 +64,7 @@ def main() -> None:
 
     p = mceliece.get("Classic-McEliece-348864").params
     _, sk = mceliece.keypair(p.name)
-    g, _, _ = scheme._sk_parts(p, sk)
+    g, _, _ = scheme.secret_key_parts(p, sk)
     fpoly, ftaps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub = scheme.decoding_constants(p)
     values = np.empty((p.m, (1 << p.m) >> 6), np.int64)
     decode._monic_values(g, ev_powers, ev_Uw, ev_Ub, xt, p.m, fpoly, values)

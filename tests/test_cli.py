@@ -455,9 +455,9 @@ def test_a_compile_helper_still_running_when_the_command_returns_is_mentioned_in
 
 def test_the_bars_time_left_leaves_out_a_first_step_that_compiled():
     import io
-    from pqforge.cli import _progress_bar
+    from pqforge.cli import progress_bar
     clock = [0.0]
-    bar = _progress_bar(10, "KAT")
+    bar = progress_bar(10, "KAT")
     bar.fp = io.StringIO()
     bar._time = lambda: clock[0]
     bar.start_t = bar.last_print_t = 0.0
@@ -472,14 +472,14 @@ def test_the_bars_time_left_leaves_out_a_first_step_that_compiled():
 
 def test_a_compile_notice_during_a_progress_bar_goes_above_the_bar(capsys, monkeypatch, tmp_path):
     from pqforge import _compile_cache
-    from pqforge.cli import _progress_bar
+    from pqforge.cli import progress_bar
     monkeypatch.setattr(_compile_cache, "CACHE_DIR", tmp_path)       # no marker: the notice comes
     monkeypatch.setattr(_compile_cache, "NOTICES", True)
 
     class Set:
         name = "DEMO-2"
     op = _compile_cache.compiling("demo", 5, lambda p: "demo under a bar")(lambda p: None)
-    bar = _progress_bar(3, "KAT")
+    bar = progress_bar(3, "KAT")
     bar.update(1)
     op(Set())
     bar.update(2)

@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _progress_bar(total: int | None, label: str, unit: str = "it") -> Any:
+def progress_bar(total: int | None, label: str, unit: str = "it") -> Any:
     """A progress bar on stderr (tqdm): call ``update(n)`` for n more steps and ``close()``;
     without a total, a running count (in thousands, millions). With a total, the rate and the
     time left are measured from the end of the first step on ('?' until a later step is done):
@@ -265,7 +265,7 @@ def cmd_kat(args: argparse.Namespace) -> int:
     report = sys.stderr if args.out == STDOUT else sys.stdout   # standard output may carry the .rsp
     official = algorithms.official_kat_hashes(alg.name)
     count = args.count if args.count is not None else official["all_count"]
-    bar = _progress_bar(count, f"{alg.name} KAT")
+    bar = progress_bar(count, f"{alg.name} KAT")
     entries = []
     for entry in kat.kat_entries(alg, count):
         entries.append(entry)
@@ -336,7 +336,7 @@ def cmd_precompile(args: argparse.Namespace) -> int:
     from . import _compile_cache
     algs = [algorithms.get(name) for name in (args.alg or algorithms.names())]
     _compile_cache.NOTICES = False              # the bar says what is being compiled
-    bar = _progress_bar(len(algs), "compiling")
+    bar = progress_bar(len(algs), "compiling")
     for alg in algs:
         bar.set_postfix_str(alg.name)
         alg.warm_up()

@@ -83,7 +83,7 @@ def test_every_secret_mceliece_kernel_is_registered_or_named_as_a_gap():
              decode._power_sums,
              fft._log2, fft._low_word, fft._mul_elementwise, fft._wide_level, fft.fft_coefficients,
              fft.fft_evaluate, fft.fft_transposed,
-             gf._classic_field, gf._nonzero_mask, gf._parity64, gf.bit_mask, gf.gf_inv, gf.gf_mul,
+             gf._classic_field, gf._nonzero_mask, gf.parity64, gf.bit_mask, gf.gf_inv, gf.gf_mul,
              gf.gf_reduce_all, gf.gf_scale, gf.poly_mulmod, gf.vec_inv, gf.vec_mul, gf.vec_square,
              matrix._eq_mask}
     # public data and sizes: the Benes network's input sequence, the public key and its padding

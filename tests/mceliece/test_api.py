@@ -196,7 +196,7 @@ def test_the_secret_arrays_made_in_python_are_zeroed_after_use(keys348864, monke
             return result
         return call
     monkeypatch.setattr(scheme, "decap_preimage_bytes", keep(scheme.decap_preimage_bytes, lambda r: [r[1]]))
-    monkeypatch.setattr(scheme, "_sk_parts", keep(scheme._sk_parts, lambda r: r[:2]))
+    monkeypatch.setattr(scheme, "secret_key_parts", keep(scheme.secret_key_parts, lambda r: r[:2]))
     monkeypatch.setattr(scheme, "support_from_control_bits", keep(scheme.support_from_control_bits, lambda r: [r]))
     ct, ss = mc.encapsulate(mc.McEliece348864, pk)
     assert mc.decapsulate(mc.McEliece348864, sk, ct) == ss

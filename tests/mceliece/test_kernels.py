@@ -143,7 +143,7 @@ def test_bitsliced_mul_inv_eval(rng, m, poly, taps):
 def test_parity_and_popcount(rng):
     for x in rng.integers(-(1 << 63), (1 << 63) - 1, 50, dtype=np.int64):
         bits = bin(int(x) & ((1 << 64) - 1)).count("1")
-        assert gf._parity64(x) == gf._parity64.py_func(x) == bits % 2
+        assert gf.parity64(x) == gf.parity64.py_func(x) == bits % 2
         assert decode._popcount64(x) == decode._popcount64.py_func(x) == bits
 
 
@@ -411,7 +411,7 @@ def test_decap_preimage_twin():
     p = McEliece348864.params
     pk, sk = McEliece348864.keypair()
     ct, _ = McEliece348864.encapsulate(pk)
-    g, cond, s = scheme._sk_parts(p, sk)
+    g, cond, s = scheme.secret_key_parts(p, sk)
     c = np.frombuffer(ct, dtype=np.uint8)
     for cc in (c, c ^ np.uint8(1)):
         args = (cc, g, cond, s, p.m, p.n, p.t, *scheme.decoding_constants(p), decode.units())

@@ -72,7 +72,7 @@ def test_a_locator_root_outside_the_support_is_rejected(outside):
     name = "Classic-McEliece-348864"
     p = ALGORITHMS[name].params
     sk = kem_entry0(name)["sk"]
-    g, cond, s = scheme._sk_parts(p, sk)
+    g, cond, s = scheme.secret_key_parts(p, sk)
     fpoly, taps = scheme.decoding_constants(p)[:2]
     syp, syu, syb = scheme.decoding_constants(p)[-3:]
     evp, evu, evb = fft.fft_constants(p.m, fft.fft_size(p.t), fpoly)    # g in full, t + 1 coefficients

@@ -36,7 +36,7 @@ def steps(p: MayoParams) -> dict:
     """Microseconds per step for one parameter set."""
     csk = os.urandom(p.sk_seed_bytes)
     k, o, v, m, W = p.k, p.o, p.v, p.m, p.words
-    seed_pk, o_bytes = scheme._seed_expansion(p, csk)
+    seed_pk, o_bytes = scheme.seed_expansion(p, csk)
     O = scheme.decode_oil(p, o_bytes)
     stream = scheme.public_stream(p, seed_pk)
     P12 = np.empty((v * (v + 1) // 2 + v * o, p.words), np.uint64)

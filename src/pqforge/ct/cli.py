@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from ..algorithms import name_key
-from ..cli import _progress_bar, positive_float, positive_int
+from ..cli import progress_bar, positive_float, positive_int
 from ..errors import InvalidInput
 
 EXIT_LEAK = 1
@@ -68,7 +68,7 @@ def cmd_trace(args) -> int:
         if not t.traceable:
             raise InvalidInput(f"{t.name} is not trace-checkable (needs a kernel, secret arguments "
                                f"and a Python twin)")
-        bar = _progress_bar(None, t.name, unit=" steps")     # a kernel of full size takes minutes
+        bar = progress_bar(None, t.name, unit=" steps")     # a kernel of full size takes minutes
         try:
             result = trace.check_target(t, args.alg, pairs=args.pairs, seed=args.seed, opcodes=args.opcodes,
                                         indices=not args.no_indices, progress=bar.update)

@@ -289,8 +289,8 @@ def decide(camp: Campaign) -> None:
 
 def progress_bar(total: int, label: str) -> Callable[[int], None]:
     """The command line's progress bar, as a function taking increments."""
-    from ..cli import _progress_bar
-    return _progress_bar(total, label).update
+    from ..cli import progress_bar
+    return progress_bar(total, label).update
 
 
 def expected_calls(measurements: int, repeats: int) -> int:

@@ -23,8 +23,8 @@ _SHARED = np.random.default_rng()
 
 
 def _mayo_params(alg):
-    from ..mayo.api import resolve
-    return resolve(alg)
+    from ..mayo import get
+    return get(alg).params
 
 
 def _el(rng, *shape) -> np.ndarray:
@@ -492,7 +492,7 @@ def _mceliece_targets():
 
     def preimage_args(p, ct, sk):
         from ..mceliece import decode, scheme as ms
-        g, cond, sv = ms._sk_parts(p, sk)
+        g, cond, sv = ms.secret_key_parts(p, sk)
         return (np.frombuffer(ct, dtype=np.uint8).copy(), g.copy(), cond.copy(), sv.copy(), p.m, p.n, p.t,
                 *ms.decoding_constants(p), decode.units())
 

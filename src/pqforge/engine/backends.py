@@ -15,6 +15,7 @@ import contextlib
 from typing import Any, Iterator
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import BackendUnavailable, InvalidInput
 
@@ -24,6 +25,10 @@ AUTO_GPU_MIN_BATCH = 256
 """Smallest batch that ``backend="auto"`` sends to a GPU (below it, launch and transfer dominate)."""
 
 _default_backend = "auto"
+
+Verdicts = npt.NDArray[np.bool_]
+Groups = dict[Any, list[tuple[int, Any]]]
+"""The elements of a batch call by key: a key's bytes (or identity) -> [(index, key)]."""
 
 
 def set_default_backend(backend: str) -> None:
@@ -109,17 +114,19 @@ class OneKeyBackend(abc.ABC):
     ``p`` is the parameter set, ``key`` the key object. ``messages``, ``sigs``, ``randomness``
     are lists of bytes of the whole call, indexed by element; each method writes its results
     into ``out`` (a list of signatures, or a bool array of verdicts) and never draws randomness
-    itself (the caller has drawn it in element order).
+    itself (the caller has drawn it in element order). ``threads`` is a checked thread count.
     """
 
     name: str
 
     @abc.abstractmethod
-    def verify_one_key(self, p, key, messages, sigs, good, out, threads) -> None:
+    def verify_one_key(self, p: Any, key: Any, messages: list[bytes], sigs: list[bytes],
+                       good: npt.NDArray[np.int64], out: Verdicts, threads: int) -> None:
         """out[good] = the verdicts of the well-formed elements ``good`` under one public key object."""
 
     @abc.abstractmethod
-    def sign_one_key(self, p, key, messages, randomness, out, threads) -> None:
+    def sign_one_key(self, p: Any, key: Any, messages: list[bytes], randomness: list[bytes], out: list[Any],
+                     threads: int) -> None:
         """out[i] = the signature of every element under one secret key object."""
 
 
@@ -132,13 +139,15 @@ class SignatureBackend(OneKeyBackend):
     """
 
     @abc.abstractmethod
-    def verify_groups(self, p, groups: dict, messages, sigs, out, threads) -> dict:
+    def verify_groups(self, p: Any, groups: Groups, messages: list[bytes], sigs: list[bytes], out: Verdicts,
+                      threads: int) -> Groups:
         """Verdicts of every element of ``groups``; returns the groups left undone."""
 
     @abc.abstractmethod
-    def sign_groups(self, p, groups: dict, messages, randomness, out, threads) -> dict:
+    def sign_groups(self, p: Any, groups: Groups, messages: list[bytes], randomness: list[bytes], out: list[Any],
+                    threads: int) -> Groups:
         """Signatures of every element of ``groups``; returns the groups left undone."""
 
     @abc.abstractmethod
-    def public_keys(self, p, seeds: list[bytes], threads) -> list[bytes]:
+    def public_keys(self, p: Any, seeds: list[bytes], threads: int) -> list[bytes]:
         """The compact public key of each secret seed (the heavy half of key generation)."""

@@ -13,6 +13,7 @@ choice, thread pool, argument checks and results as there.
 from __future__ import annotations
 
 from .. import algorithms
+from ..algorithms import Algorithm, PrivateKey, PublicKey
 from ..errors import InvalidInput, InvalidType
 
 OPERATIONS = ("sign", "verify")
@@ -22,7 +23,7 @@ def resolve_algorithm(algorithm):
     """The algorithm object for a name ("MAYO-2") or an algorithm object; only signature
     algorithms with batch calls are accepted."""
     alg = algorithms.get(algorithm) if isinstance(algorithm, str) else algorithm
-    if getattr(alg, "kind", None) != "signature" or not hasattr(alg, "private_key_from_bytes"):
+    if not isinstance(alg, Algorithm) or alg.kind != "signature":
         raise InvalidInput(f"batch jobs run signature algorithms; {getattr(alg, 'name', alg)!r} is not one")
     return alg
 
@@ -51,8 +52,7 @@ def _key_object(alg, key, kind: str):
     or its compact bytes decoded."""
     if isinstance(key, (bytes, bytearray, memoryview)):
         return getattr(alg, f"{kind}_key_from_bytes")(key)
-    batch_call = "sign_many" if kind == "private" else "verify_many"
-    if not hasattr(key, batch_call) or getattr(key, "algorithm", None) is not alg:
+    if not isinstance(key, PrivateKey if kind == "private" else PublicKey) or key.algorithm is not alg:
         raise InvalidType(f"key must be a {alg.name} {kind} key object or its compact bytes, "
                           f"not {type(key).__name__}")
     return key

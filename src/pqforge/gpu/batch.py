@@ -194,7 +194,8 @@ def run_sign(p, keys: dict, key_of: np.ndarray, messages: list[bytes], randomnes
     return [row.tobytes() for row in out.copy_to_host()]
 
 
-def _sign_chunk_size(p) -> int:
+def sign_chunk_size(p) -> int:
+    """Signatures per signing launch: the per-element scratch kept near 1 GiB."""
     per = 8 * p.k * p.v * p.words + (p.m + p.k * (p.k + 1) // 2) * (p.k * p.o + 1) + 8 * p.m * 4 * ((p.k * p.o + 64) // 64)
     return max(1, (1 << 30) // per)
 
@@ -210,7 +211,7 @@ def sign_groups(p, groups: list[tuple[bytes, list[int]]], messages, randomness, 
             for q, (_, members) in enumerate(part):
                 idx += members
                 key_of += [q] * len(members)
-            step = _sign_chunk_size(p)
+            step = sign_chunk_size(p)
             for a in range(0, len(idx), step):
                 sl = idx[a:a + step]
                 sigs = run_sign(p, dev, np.array(key_of[a:a + step]), [messages[j] for j in sl],

@@ -136,7 +136,7 @@ def run(sets=None, sizes=SIZES, budget_s=6.0, total_s=150.0, progress=print, on_
         record("bitsliced sign", "expand one secret key", 1, t_sexpand, "SHAKE + AES-CTR + L on the device")
 
         def same_key_sign(n):
-            step = gb._sign_chunk_size(p)
+            step = gb.sign_chunk_size(p)
             for lo in range(0, n, step):
                 c = min(step, n - lo)
                 gb.run_sign(p, dev_sk, np.zeros(c, np.int64), msgs[lo:lo + c], rand[lo:lo + c])

@@ -257,6 +257,10 @@ class PreparedSecretKey:
         self.KL = key_matrix(L_words, p.m, xp, dtype)                                   # (4 v, o 4 m)
         self.P1_blocks = triangle_blocks(scheme.dense_upper(P1_words, p.v), p.m, xp, dtype)
 
+    def secret_arrays(self) -> list:
+        """The matrices made from the secret key, for zeroing when its key object closes."""
+        return [self.KL, *(K for _, _, K in self.P1_blocks)]
+
     def _bits(self, V):
         """(bits of M_i = v_i^T L (R, k, o, 4, m), pair-product bits of v_i^T P1 v_j)."""
         p, xp = self.p, self.xp
@@ -408,6 +412,14 @@ def _prepared_key(owner, backend: str, build):
     if xp.__name__ not in slot:
         slot[xp.__name__] = build(xp, dtype)
     return slot[xp.__name__]
+
+
+def forget_prepared(owner) -> list:
+    """Drop the matrices prepared for the key object ``owner``; returns the secret ones among
+    them, for the key object to zero."""
+    with _prepared_lock:
+        slot = _prepared.pop(owner, None)
+    return [a for m in (slot or {}).values() if isinstance(m, PreparedSecretKey) for a in m.secret_arrays()]
 
 
 class TensorPath(OneKeyBackend):

@@ -1,4 +1,5 @@
-"""The functional layer over byte strings (the NIST API shape), with input validation.
+"""The functional layer over byte strings: the NIST API's shape and the specification's argument
+order (``pk, msg, sig``), with input validation.
 
     pk, sk = keypair(MAYO_2)                 # compact encodings
     sig = sign(MAYO_2, sk, msg)              # sk compact or expanded
@@ -10,60 +11,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Union
-
-from ..algorithms import lookup
 from ..drbg import Rng
 from ..engine.inputs import checked_rng
-from ..errors import InvalidInput, InvalidKey, InvalidSignature, InvalidType, BytesLike, require_bytes
+from ..errors import BytesLike, InvalidKey, InvalidSignature, require_bytes
 from . import scheme
-from .params import ROUND2, MayoParams
+from ._checks import ParamsLike, check_public_key, check_secret_key, expanded_public, expanded_secret, resolve
 
-if TYPE_CHECKING:
-    from .keys import MayoAlgorithm
-
-ParamsLike = Union[MayoParams, "MayoAlgorithm", str]
-"""A MAYO parameter set, its algorithm object (``MAYO2``) or its name ("MAYO-2")."""
-
-_BY_NAME = {p.name: p for p in ROUND2}
-
-
-def resolve(params: ParamsLike) -> MayoParams:
-    if isinstance(params, MayoParams):
-        return params
-    inner = getattr(params, "params", None)
-    if isinstance(inner, MayoParams):
-        return inner
-    if isinstance(params, str):
-        found: MayoParams = lookup(_BY_NAME, params, "MAYO parameter set")
-        return found
-    raise InvalidType(f"params must be a MAYO parameter set, algorithm or name, not {type(params).__name__}")
-
-
-def _check_key(p: MayoParams, key: BytesLike, what: str, compact: int, expanded: int) -> bytes:
-    key = require_bytes(key, f"{p.name} {what} key")
-    if len(key) not in (compact, expanded):
-        raise InvalidKey(f"{p.name} {what} key must be {compact} bytes (compact) or {expanded} bytes "
-                         f"(expanded), got {len(key)}")
-    return key
-
-
-def check_secret_key(p: MayoParams, sk: BytesLike) -> bytes:
-    return _check_key(p, sk, "secret", p.csk_bytes, p.esk_bytes)
-
-
-def check_public_key(p: MayoParams, pk: BytesLike) -> bytes:
-    return _check_key(p, pk, "public", p.cpk_bytes, p.epk_bytes)
-
-
-
-
-def expanded_secret(p: MayoParams, sk: bytes) -> scheme.ExpandedSecretKey:
-    return scheme.expand_sk(p, sk) if len(sk) == p.csk_bytes else scheme.decode_esk(p, sk)
-
-
-def expanded_public(p: MayoParams, pk: bytes) -> scheme.ExpandedPublicKey:
-    return scheme.expand_pk(p, pk) if len(pk) == p.cpk_bytes else scheme.decode_epk(p, pk)
+__all__ = ["ParamsLike", "keypair", "expand_sk", "expand_pk", "sign", "verify", "sign_nist", "open_nist"]
 
 
 def keypair(params: ParamsLike, rng: Rng | None = None) -> tuple[bytes, bytes]:

@@ -33,6 +33,8 @@ hands them to a backend through the engine's interface (``pqforge.engine.Signatu
 ``batch_cpu.CPU`` (compiled chunk loops of ``batch_kernels`` on the engine's thread pool, hashing
 and bytes in ``batch_data``) or ``pqforge.gpu.batch.CUDA``. Backend choice, the pool and the
 argument checks are the engine's (``pqforge.engine``), shared with every other batch caller.
+Key objects are told from key bytes by what they offer (the Protocols ``PublicKeyObject`` and
+``PrivateKeyObject``), so that this module needs nothing from ``keys``, which sits above it.
 
 Bad input. Arguments are checked before any work and before any randomness is drawn: mismatched
 list lengths, an unknown backend or path, a thread count that is not a positive int, and items
@@ -44,14 +46,20 @@ unaffected. In signing and key generation a malformed element raises an error na
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from ..drbg import Rng
 from ..engine import pool
-from ..engine.backends import (AUTO_GPU_MIN_BATCH, OneKeyBackend, check_path, choose_backend, get_default_backend,
-                               set_default_backend)
+from ..engine.backends import (AUTO_GPU_MIN_BATCH, Groups, OneKeyBackend, SignatureBackend, check_path,
+                               choose_backend, get_default_backend, set_default_backend)
 from ..engine.inputs import as_list, byte_items, check_count, draw_randomness, same_length
-from ..errors import InvalidKey, PQForgeError, require_bytes
-from . import api
+from ..errors import BytesLike, InvalidKey, PQForgeError, require_bytes
+from ._checks import (ParamsLike, PrivateKeyObject, PublicKeyObject, check_secret_key, is_private_key,
+                      is_public_key, resolve)
 from .batch_cpu import CPU
 from .params import MayoParams
 
@@ -59,52 +67,50 @@ __all__ = ["verify_many", "sign_many", "verify_many_one_key", "sign_many_one_key
            "set_default_backend", "get_default_backend", "AUTO_GPU_MIN_BATCH"]
 
 
-def _backend(name: str, path: str = "bitsliced") -> OneKeyBackend:
-    """The backend object for a chosen backend ("cpu" or "cuda") and path: the one place where
-    the CPU, CUDA and tensor implementations are picked (the latter two imported only here)."""
-    if path == "tensor":
-        from ..gpu.tensor import TensorPath
-        return TensorPath(name)
+def _backend(name: str) -> SignatureBackend:
+    """The backend object for a chosen backend ("cpu" or "cuda"): the one place where the CPU
+    and CUDA implementations are picked (the latter imported only here)."""
     if name == "cuda":
         from ..gpu.batch import CUDA
         return CUDA
     return CPU
 
 
+def _one_key_backend(name: str, path: str) -> OneKeyBackend:
+    """The backend of single-key calls on ``path``: the tensor path (imported only here) or the
+    backend ``name`` itself."""
+    if path == "tensor":
+        from ..gpu.tensor import TensorPath
+        return TensorPath(name)
+    return _backend(name)
+
+
 # -- key arguments -------------------------------------------------------------------------------
 
-def _key_params(key, method: str):
-    """The parameter set of a MAYO key object (``keys.MayoPublicKey`` or ``MayoPrivateKey``, told
-    by its ``algorithm.params`` and the method ``method``), or None for anything else."""
-    params = getattr(getattr(key, "algorithm", None), "params", None)
-    return params if isinstance(params, MayoParams) and hasattr(key, method) else None
-
-
-def _public_key_bytes(p: MayoParams, pk, i: int):
+def _public_key(p: MayoParams, pk: object, i: int) -> bytes | PublicKeyObject | None:
     """The key object or its bytes; a key object of another parameter set gives None (its
     elements are then invalid, as a key of the wrong length is)."""
-    params = _key_params(pk, "public_bytes_raw")
-    if params is not None:
-        return pk if params is p else None
+    if is_public_key(pk):
+        return pk if pk.algorithm.params is p else None
     return require_bytes(pk, f"public key {i}")
 
 
-def _secret_key(p: MayoParams, sk, i: int):
-    params = _key_params(sk, "private_bytes_raw")
-    if params is not None:
-        if params is not p:
-            raise InvalidKey(f"secret key {i} is a {params.name} key, not {p.name}")
+def _secret_key(p: MayoParams, sk: object, i: int) -> bytes | PrivateKeyObject:
+    if is_private_key(sk):
+        if sk.algorithm.params is not p:
+            raise InvalidKey(f"secret key {i} is a {sk.algorithm.name} key, not {p.name}")
         return sk
     try:
-        return api.check_secret_key(p, sk)
+        return check_secret_key(p, sk)
     except PQForgeError as exc:
         raise type(exc)(f"element {i}: {exc}") from None
 
 
 # -- verification --------------------------------------------------------------------------------
 
-def verify_many_one_key(p: MayoParams, key, messages, signatures, backend=None, threads=None,
-                        path: str = "bitsliced") -> np.ndarray:
+def verify_many_one_key(p: MayoParams, key: PublicKeyObject, messages: Sequence[BytesLike],
+                        signatures: Sequence[BytesLike], backend: str | None = None, threads: int | None = None,
+                        path: str = "bitsliced") -> npt.NDArray[np.bool_]:
     """Verdicts under one public key object ``key`` (a ``MayoPublicKey``: its ``expanded()`` is
     used on the CPU, its compact bytes on the GPU). ``path="tensor"`` runs the products as GEMMs
     (CuPy on the GPU, numpy on the CPU) with the key matrix prepared once per key object.
@@ -119,29 +125,31 @@ def verify_many_one_key(p: MayoParams, key, messages, signatures, backend=None, 
     good = np.array([i for i, s in enumerate(sigs) if len(s) == p.sig_bytes], np.int64)
     if len(good) == 0:
         return out
-    _backend(backend, path).verify_one_key(p, key, messages, sigs, good, out, threads)
+    _one_key_backend(backend, path).verify_one_key(p, key, messages, sigs, good, out, threads)
     return out
 
 
-def verify_many(params, pks, messages, signatures, backend=None, threads=None) -> np.ndarray:
+def verify_many(params: ParamsLike, pks: Sequence[BytesLike | PublicKeyObject], messages: Sequence[BytesLike],
+                signatures: Sequence[BytesLike], backend: str | None = None,
+                threads: int | None = None) -> npt.NDArray[np.bool_]:
     """Verdicts (numpy bool array) for one (public key, message, signature) triple per element.
 
     Keys are compact or expanded byte strings or ``MayoPublicKey`` objects. Each distinct key is
     expanded once. An element whose key or signature has the wrong length, or whose key object
     belongs to another parameter set, is ``False``.
     """
-    p = api.resolve(params)
+    p = resolve(params)
     pks = as_list(pks, "public keys")
     messages = as_list(messages, "messages")
     signatures = as_list(signatures, "signatures")
     size = same_length(pks=pks, messages=messages, signatures=signatures)
-    keys = [_public_key_bytes(p, pk, i) for i, pk in enumerate(pks)]
+    keys = [_public_key(p, pk, i) for i, pk in enumerate(pks)]
     messages = byte_items(messages, "message")
     sigs = byte_items(signatures, "signature")
     threads = pool.check_threads(threads)
     backend = choose_backend(backend, size)
     out = np.zeros(size, np.bool_)
-    groups: dict = {}
+    groups: Groups = {}
     for i, (key, sig) in enumerate(zip(keys, sigs)):
         if len(sig) != p.sig_bytes or key is None:
             continue
@@ -156,7 +164,8 @@ def verify_many(params, pks, messages, signatures, backend=None, threads=None) -
 
 # -- signing -------------------------------------------------------------------------------------
 
-def sign_many_one_key(p: MayoParams, key, messages, rng=None, backend=None, threads=None,
+def sign_many_one_key(p: MayoParams, key: PrivateKeyObject, messages: Sequence[BytesLike], rng: Rng | None = None,
+                      backend: str | None = None, threads: int | None = None,
                       path: str = "bitsliced") -> list[bytes]:
     """Signatures under one secret key object ``key`` (a ``MayoPrivateKey``: its ``expanded()``
     on the CPU, its seed on the GPU). ``path="tensor"``: the products as GEMMs (see
@@ -168,16 +177,17 @@ def sign_many_one_key(p: MayoParams, key, messages, rng=None, backend=None, thre
     threads = pool.check_threads(threads)
     backend = choose_backend(backend, size, path)
     randomness = draw_randomness(rng, size, p.salt_bytes)
-    out: list = [None] * size
+    out: list[Any] = [None] * size      # filled by the backends
     if size == 0:
         return out
-    _backend(backend, path).sign_one_key(p, key, messages, randomness, out, threads)
+    _one_key_backend(backend, path).sign_one_key(p, key, messages, randomness, out, threads)
     return out
 
 
-def sign_many(params, sks, messages, rng=None, backend=None, threads=None) -> list[bytes]:
+def sign_many(params: ParamsLike, sks: Sequence[BytesLike | PrivateKeyObject], messages: Sequence[BytesLike],
+              rng: Rng | None = None, backend: str | None = None, threads: int | None = None) -> list[bytes]:
     """Signatures, one (secret key, message) pair per element; keys compact/expanded bytes or key objects."""
-    p = api.resolve(params)
+    p = resolve(params)
     sks = as_list(sks, "secret keys")
     messages = as_list(messages, "messages")
     size = same_length(secret_keys=sks, messages=messages)
@@ -186,8 +196,8 @@ def sign_many(params, sks, messages, rng=None, backend=None, threads=None) -> li
     threads = pool.check_threads(threads)
     backend = choose_backend(backend, size)
     randomness = draw_randomness(rng, size, p.salt_bytes)
-    out: list = [None] * size
-    groups: dict = {}
+    out: list[Any] = [None] * size      # filled by the backends
+    groups: Groups = {}
     for i, key in enumerate(keys):
         groups.setdefault(key if isinstance(key, bytes) else id(key), []).append((i, key))
     left = _backend(backend).sign_groups(p, groups, messages, randomness, out, threads)
@@ -197,11 +207,12 @@ def sign_many(params, sks, messages, rng=None, backend=None, threads=None) -> li
 
 # -- key generation ------------------------------------------------------------------------------
 
-def generate_keys(p: MayoParams, n, rng=None, backend=None, threads=None) -> tuple[list[bytes], list[bytes]]:
+def generate_keys(p: MayoParams, n: int, rng: Rng | None = None, backend: str | None = None,
+                  threads: int | None = None) -> tuple[list[bytes], list[bytes]]:
     """(seeds, compact public keys) of ``n`` new keys, the seeds drawn from ``rng`` in order
     after every argument has been checked."""
-    n = check_count(n, "number of keys")
+    count = check_count(n, "number of keys")
     threads = pool.check_threads(threads)
-    backend = choose_backend(backend, n)
-    seeds = draw_randomness(rng, n, p.sk_seed_bytes)
+    backend = choose_backend(backend, count)
+    seeds = draw_randomness(rng, count, p.sk_seed_bytes)
     return seeds, _backend(backend).public_keys(p, seeds, threads)

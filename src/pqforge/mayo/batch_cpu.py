@@ -15,7 +15,8 @@ from ..engine import pool
 from ..engine.backends import SignatureBackend
 from ..gf16 import sets
 from ..symmetric import aes128_ctr_into
-from . import api, batch_data, batch_kernels, kernels, scheme
+from . import batch_data, batch_kernels, kernels, scheme
+from ._checks import expanded_public, expanded_secret
 from .params import MayoParams
 
 FRESH_KEY_BYTES = 4 << 20
@@ -33,10 +34,6 @@ def _keys_per_chunk(p: MayoParams) -> int:
 
 
 # -- verification --------------------------------------------------------------------------------
-
-def _expanded_public(p, key) -> scheme.ExpandedPublicKey:
-    return key.expanded() if not isinstance(key, bytes) else api.expanded_public(p, key)
-
 
 def verification_form(epk: scheme.ExpandedPublicKey, count: int) -> tuple:
     """What the compiled loop reads for ``count`` verifications: (the encoding P1 || P2 || P3,
@@ -89,7 +86,7 @@ def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
     expanded one) are made in Python, then one compiled loop assembles each key
     into a reused buffer and verifies its elements: no key object and no allocation per key."""
     p12, seed, mb = p.P1_bytes + p.P2_bytes, p.pk_seed_bytes, p.m_bytes
-    to_p12, to_p3 = scheme._public_entry_places(p)
+    to_p12, to_p3 = scheme.public_entry_places(p)
     f_tail = p.f_tail_array
 
     def work(lo, hi):
@@ -128,10 +125,6 @@ def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
 
 
 # -- signing -------------------------------------------------------------------------------------
-
-def _expanded_secret(p, key) -> scheme.ExpandedSecretKey:
-    return key.expanded() if not isinstance(key, bytes) else api.expanded_secret(p, key)
-
 
 def _sign_one_key(p: MayoParams, esk: scheme.ExpandedSecretKey, messages, randomness, out, index, threads):
     """out[index[j]] = signature of messages[j] with salt randomness randomness[j], one secret key."""
@@ -192,7 +185,7 @@ class CpuBackend(SignatureBackend):
     def verify_groups(self, p, groups, messages, sigs, out, threads) -> dict:
         items = list(groups.values())
         for g in filter(_many_elements, items):   # many elements under one key: split them across the threads
-            _verify_one_key(p, _expanded_public(p, g[0][1]), messages, sigs, out, [i for i, _ in g], threads)
+            _verify_one_key(p, expanded_public(p, g[0][1]), messages, sigs, out, [i for i, _ in g], threads)
         small = [g for g in items if not _many_elements(g)]
         objects = [g for g in small if not isinstance(g[0][1], bytes)]
 
@@ -211,7 +204,7 @@ class CpuBackend(SignatureBackend):
     def sign_groups(self, p, groups, messages, randomness, out, threads) -> dict:
         items = list(groups.values())
         for g in filter(_many_elements, items):
-            _sign_one_key(p, _expanded_secret(p, g[0][1]), messages, randomness, out,
+            _sign_one_key(p, expanded_secret(p, g[0][1]), messages, randomness, out,
                           np.array([i for i, _ in g], np.int64), threads)
         fresh, kept = [], []        # compact keys; expanded keys and key objects (they keep their expansion)
         for g in items:
@@ -220,7 +213,7 @@ class CpuBackend(SignatureBackend):
 
         def work(lo, hi):
             for g in kept[lo:hi]:
-                _sign_one_key(p, _expanded_secret(p, g[0][1]), messages, randomness, out,
+                _sign_one_key(p, expanded_secret(p, g[0][1]), messages, randomness, out,
                               np.array([i for i, _ in g], np.int64), 1)
 
         pool.run_chunks(work, len(kept), threads)

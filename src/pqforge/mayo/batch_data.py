@@ -113,7 +113,7 @@ def seed_slots(p: MayoParams, seeds):
     O = np.empty((len(seeds), p.v, p.o), np.uint8)
     seed_pks = []
     for q, seed in enumerate(seeds):
-        seed_pk, o_bytes = scheme._seed_expansion(p, seed)
+        seed_pk, o_bytes = scheme.seed_expansion(p, seed)
         slots[q] = scheme.public_slots(p, seed_pk)
         oils[q] = np.frombuffer(o_bytes, np.uint8)
         O[q] = scheme.decode_oil(p, o_bytes)
@@ -127,7 +127,7 @@ def seed_streams(p: MayoParams, seeds):
     O = np.empty((len(seeds), p.v, p.o), np.uint8)
     seed_pks = []
     for q, seed in enumerate(seeds):
-        seed_pk, o_bytes = scheme._seed_expansion(p, seed)
+        seed_pk, o_bytes = scheme.seed_expansion(p, seed)
         scheme.public_stream(p, seed_pk, streams[q])
         O[q] = scheme.decode_oil(p, o_bytes)
         seed_pks.append(seed_pk)

@@ -21,29 +21,24 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..algorithms import Algorithm, PrivateKey, PublicKey
 from ..drbg import Rng
 from ..engine.inputs import checked_rng
-from ..closable import ClosablePrivateKey
 from ..errors import BytesLike, InvalidKey, InvalidSignature, require_bytes
-from . import api, scheme
+from . import api, batch, scheme
 from .params import MayoParams
 
 
-class MayoPublicKey:
-    """A MAYO public key (compact form: ``public_key_size`` bytes)."""
+class MayoPublicKey(PublicKey["MayoAlgorithm"]):
+    """A MAYO public key (compact form, ``public_key_size`` bytes: seed_pk || P3)."""
 
     def __init__(self, algorithm: "MayoAlgorithm", cpk: bytes):
-        self.algorithm = algorithm
-        self._cpk = cpk
+        super().__init__(algorithm, cpk)
         self._expanded: scheme.ExpandedPublicKey | None = None
-
-    def public_bytes_raw(self) -> bytes:
-        """The specification's compact public key: seed_pk || P3."""
-        return self._cpk
 
     def expanded(self) -> scheme.ExpandedPublicKey:
         if self._expanded is None:
-            self._expanded = scheme.expand_pk(self.algorithm.params, self._cpk)
+            self._expanded = scheme.expand_pk(self.algorithm.params, self._raw)
         return self._expanded
 
     def verify(self, signature: BytesLike, data: BytesLike) -> None:
@@ -56,26 +51,13 @@ class MayoPublicKey:
         if not scheme.verify(p, self.expanded(), data, signature):
             raise InvalidSignature(f"{p.name} signature does not verify under this public key")
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, MayoPublicKey) and other.algorithm is self.algorithm and other._cpk == self._cpk
-
-    def __hash__(self) -> int:
-        return hash((self.algorithm.name, self._cpk))
-
-    def __repr__(self) -> str:
-        return f"<MayoPublicKey {self.algorithm.name}>"
-
     def verify_many(self, messages: Sequence[BytesLike], signatures: Sequence[BytesLike], backend: str | None = None,
                     threads: int | None = None, path: str = "bitsliced") -> npt.NDArray[np.bool_]:
-        """Verdicts (numpy bool array) for many (message, signature) pairs under this key.
-
-        Note the argument order: messages first (one list each). A signature of the wrong
-        length is False. See ``pqforge.mayo.batch`` for backends, threads and paths.
-        """
-        from . import batch
-        verdicts: npt.NDArray[np.bool_] = batch.verify_many_one_key(self.algorithm.params, self, messages, signatures,
+        """Verdicts (numpy bool array) for many (message, signature) pairs under this key. A
+        signature of the wrong length is False. See ``pqforge.mayo.batch`` for backends, threads
+        and paths."""
+        return batch.verify_many_one_key(self.algorithm.params, self, messages, signatures,
                                          backend=backend, threads=threads, path=path)
-        return verdicts
 
 
 def _zero_arrays(arrays: Sequence[Any]) -> None:
@@ -86,7 +68,7 @@ def _zero_arrays(arrays: Sequence[Any]) -> None:
             array.fill(0)
 
 
-class MayoPrivateKey(ClosablePrivateKey):
+class MayoPrivateKey(PrivateKey["MayoAlgorithm"]):
     """A MAYO private key (compact form: the ``private_key_size``-byte seed).
 
     ``close()``, or leaving ``with sk:``, zeroes the expanded secret key (the oil matrix O and
@@ -94,35 +76,24 @@ class MayoPrivateKey(ClosablePrivateKey):
     use raises InvalidKey. Collecting the object does the same zeroing; an expanded key that the
     caller still holds (from ``expanded()``) is zeroed when the caller's reference goes."""
 
+    _closed_note = ": its expanded secret key was zeroed"
+
     def __init__(self, algorithm: "MayoAlgorithm", csk: bytes, cpk: bytes | None = None):
-        self.algorithm = algorithm
-        self._csk = csk
-        self._cpk = cpk
+        super().__init__(algorithm, csk, cpk)
         self._expanded: scheme.ExpandedSecretKey | None = None
-        self._closed = False
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise InvalidKey(f"this {self.algorithm.name} private key has been closed: its expanded secret key "
-                             "was zeroed; load the key again to use it")
-
-    def private_bytes_raw(self) -> bytes:
-        """The specification's compact secret key (seed_sk). Keep it secret."""
-        self._check_open()
-        return self._csk
 
     def expanded(self) -> scheme.ExpandedSecretKey:
         """The expanded secret key, kept by this object (zeroed in place by ``close()``)."""
         self._check_open()
         if self._expanded is None:
-            self._expanded = scheme.expand_sk(self.algorithm.params, self._csk)
+            self._expanded = scheme.expand_sk(self.algorithm.params, self._raw)
         return self._expanded
 
     def public_key(self) -> MayoPublicKey:
         self._check_open()
-        if self._cpk is None:
-            self._cpk = scheme.public_key_from_seed(self.algorithm.params, self._csk)
-        return MayoPublicKey(self.algorithm, self._cpk)
+        if self._public is None:
+            self._public = scheme.public_key_from_seed(self.algorithm.params, self._raw)
+        return MayoPublicKey(self.algorithm, self._public)
 
     def sign(self, data: BytesLike, rng: Rng | None = None) -> bytes:
         """Signature of ``data`` (``signature_size`` bytes). ``rng`` feeds the salt randomness."""
@@ -137,8 +108,7 @@ class MayoPrivateKey(ClosablePrivateKey):
         encoded kernels), also through any reference to them that ``expanded()`` handed out,
         and the tensor path's matrices made from them. Not zeroed: the compact seed and the
         seed inside the expanded key (bytes objects, immutable) and copies the caller made."""
-        self._closed = True
-        self._csk = b""
+        super().close()
         esk, self._expanded = self._expanded, None
         if esk is not None:
             _zero_arrays([esk.O, esk.planes, esk.slots])
@@ -146,15 +116,11 @@ class MayoPrivateKey(ClosablePrivateKey):
 
     def _forget_prepared(self) -> None:
         """Zero and drop the tensor path's matrices made from this key (``pqforge.gpu.tensor``
-        keeps them per key object while it lives), when that module is loaded."""
+        keeps them per key object while it lives), when that module is loaded (and not being
+        loaded or torn down)."""
         tensor = sys.modules.get("pqforge.gpu.tensor")
-        if tensor is None or not hasattr(tensor, "_prepared"):
-            return
-        with tensor._prepared_lock:
-            slot = tensor._prepared.pop(self, None)
-        for matrices in (slot or {}).values():
-            blocks = getattr(matrices, "P1_blocks", None) or ()
-            _zero_arrays([getattr(matrices, "KL", None), *[b[-1] if isinstance(b, tuple) else b for b in blocks]])
+        if tensor is not None and hasattr(tensor, "forget_prepared"):
+            _zero_arrays(tensor.forget_prepared(self))
 
     def __del__(self, _ref: Any = weakref.ref, _finalize: Any = weakref.finalize,
                 _zero_all: Callable[[Sequence[Any]], None] = _zero_arrays) -> None:
@@ -181,32 +147,24 @@ class MayoPrivateKey(ClosablePrivateKey):
         except Exception:
             pass
 
-    def __repr__(self) -> str:
-        return f"<MayoPrivateKey {self.algorithm.name}{' (closed)' if self._closed else ''}>"
-
     def sign_many(self, messages: Sequence[BytesLike], rng: Rng | None = None, backend: str | None = None,
                   threads: int | None = None, path: str = "bitsliced") -> list[bytes]:
         """Signatures of many messages; the same bytes as ``[self.sign(m, rng) for m in messages]``.
 
         The salt randomness of every message is drawn from ``rng`` up front, in list order.
         """
-        from . import batch
         self._check_open()
-        signatures: list[bytes] = batch.sign_many_one_key(self.algorithm.params, self, messages, rng=rng,
-                                       backend=backend, threads=threads, path=path)
-        return signatures
+        return batch.sign_many_one_key(self.algorithm.params, self, messages, rng=rng, backend=backend,
+                                       threads=threads, path=path)
 
 
-class MayoAlgorithm:
+class MayoAlgorithm(Algorithm[MayoParams]):
     """One MAYO parameter set: key constructors, the NIST-API functions, sizes."""
 
     kind = "signature"
 
     def __init__(self, params: MayoParams):
-        self.params = params
-        self.name = params.name
-        self.public_key_size = params.cpk_bytes
-        self.private_key_size = params.csk_bytes
+        super().__init__(params, params.cpk_bytes, params.csk_bytes)
         self.signature_size = params.sig_bytes
 
     def generate_private_key(self, rng: Rng | None = None) -> MayoPrivateKey:
@@ -238,7 +196,6 @@ class MayoAlgorithm:
         return api.open_nist(self.params, pk, sm)
 
     def benchmark_ops(self) -> dict[str, Callable[[], Any]]:
-        """Operations as the benchmark measures them, on prepared inputs."""
         import os
         sk = self.generate_private_key()
         pk = sk.public_key()
@@ -262,9 +219,7 @@ class MayoAlgorithm:
         (``pqforge precompile``, e.g. in a container build) and not on a first request: the
         single operations, a fresh and a steadily used public key, and the batch calls (one key
         and distinct keys, bitsliced and tensor paths, on the CPU)."""
-        from . import batch
-        for op in self.benchmark_ops().values():
-            op()
+        super().warm_up()
         sk = self.generate_private_key()
         pk = sk.public_key()
         msgs = [bytes([i]) for i in range(2 * scheme.BITSLICED_AFTER)]
@@ -281,13 +236,9 @@ class MayoAlgorithm:
         d_sigs = batch.sign_many(self.params, csks, msgs[:2], backend="cpu", threads=1)
         batch.verify_many(self.params, cpks, msgs[:2], d_sigs, backend="cpu", threads=1)
 
-    def __repr__(self) -> str:
-        return f"<MAYO {self.name}>"
-
     def generate_private_keys(self, n: int, rng: Rng | None = None, backend: str | None = None,
                               threads: int | None = None) -> list[MayoPrivateKey]:
         """``n`` private keys (public halves computed), drawing the seeds from ``rng`` in order:
         the same keys as ``n`` calls of ``generate_private_key(rng)``."""
-        from . import batch
         seeds, cpks = batch.generate_keys(self.params, n, rng, backend, threads)
         return [MayoPrivateKey(self, csk, cpk) for csk, cpk in zip(seeds, cpks)]

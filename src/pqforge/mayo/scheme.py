@@ -32,8 +32,8 @@ NO_FULL_RANK = ("the secret key is malformed: signing found no full-rank system 
 
 COMPILE_SECONDS = {
     "portable": {"keygen": 9, "secret-key expansion": 2, "sign": 10, "verify": 8, "verify (bit planes)": 8},
-    "gfni": {"keygen": 3, "secret-key expansion": 1, "sign": 12, "verify": 5, "verify (bit planes)": 5},
-    "avx2": {"keygen": 3, "secret-key expansion": 1, "sign": 12, "verify": 5, "verify (bit planes)": 5},
+    "gfni": {"keygen": 4, "secret-key expansion": 1, "sign": 12, "verify": 5, "verify (bit planes)": 5},
+    "avx2": {"keygen": 4, "secret-key expansion": 1, "sign": 12, "verify": 5, "verify (bit planes)": 5},
 }
 """Rough first-compile time of each path with each kernel set on a 2-core x86-64 machine, for the
 notice (a helper process compiles signing's and verification's kernels from the first notice on)."""
@@ -199,7 +199,7 @@ class ExpandedPublicKey:
         params = self.params
         mb = params.m_bytes
         b = params.P1_bytes + params.P2_bytes
-        to_p12, to_p3 = _public_entry_places(params)
+        to_p12, to_p3 = public_entry_places(params)
         nibbles = np.zeros((params.n * (params.n + 1) // 2, params.words), np.uint64)
         slots = nibbles.view(np.uint8)
         kernels.place_rows(slots, to_p12, self.encoded[:b].reshape(-1, mb))
@@ -226,7 +226,7 @@ class ExpandedPublicKey:
         return self.nibbles, True
 
 
-def _seed_expansion(params: MayoParams, seed_sk: bytes):
+def seed_expansion(params: MayoParams, seed_sk: bytes):
     """S = SHAKE256(seed_sk): seed_pk and the encoded oil matrix."""
     s = shake256(seed_sk, params.pk_seed_bytes + params.O_bytes)
     return s[:params.pk_seed_bytes], s[params.pk_seed_bytes:]
@@ -241,7 +241,7 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
 @_compiling("keygen")
 def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
-    seed_pk, o_bytes = _seed_expansion(params, seed_sk)
+    seed_pk, o_bytes = seed_expansion(params, seed_sk)
     encoded = np.empty(params.P3_bytes, np.uint8)
     if sets.ENCODED:                 # O's elements straight from its encoding, inside the kernel
         gfni_kernels.public_key_from_slots(public_slots(params, seed_pk), np.frombuffer(o_bytes, np.uint8),
@@ -280,7 +280,7 @@ def public_slots(params: MayoParams, seed_pk: bytes) -> np.ndarray:
 
 @_compiling("secret-key expansion")
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
-    seed_pk, o_bytes = _seed_expansion(params, csk)
+    seed_pk, o_bytes = seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
     v, o = params.v, params.o
     if sets.ENCODED:                 # L = (P1 + P1^T) O + P2 on the encoding, kept there
@@ -295,7 +295,7 @@ def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
 def expand_sk_bytes(params: MayoParams, csk: bytes) -> bytes:
     """The specification's expanded secret key: seed_sk || O || P1 || L."""
     esk = expand_sk(params, csk)
-    seed_pk, o_bytes = _seed_expansion(params, csk)
+    seed_pk, o_bytes = seed_expansion(params, csk)
     p = aes128_ctr(seed_pk, params.P1_bytes)
     return csk + o_bytes + p + encode_mvecs(params, esk.L.reshape(-1, params.words))
 
@@ -341,7 +341,7 @@ def decode_epk(params: MayoParams, epk: bytes) -> ExpandedPublicKey:
 
 
 @functools.lru_cache(maxsize=None)
-def _public_entry_places(params: MayoParams):
+def public_entry_places(params: MayoParams):
     """Where the entries of P1 || P2 and of P3, in their encoding's order, sit in the packed P."""
     n, v, o = params.n, params.v, params.o
     row = np.array([i * n - i * (i - 1) // 2 for i in range(n)])     # packed index of (i, i)

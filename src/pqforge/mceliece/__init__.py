@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Union
 
-from ..algorithms import lookup
+from ..algorithms import Algorithm, lookup, resolve_params
 from ..drbg import Rng
-from ..errors import BytesLike, InvalidType
+from ..errors import BytesLike
 from . import scheme
 from .keys import McElieceAlgorithm, McEliecePrivateKey, McEliecePublicKey
 from .params import PARAMS, Params
@@ -40,18 +40,12 @@ def get(name: str) -> McElieceAlgorithm:
     return alg
 
 
-ParamsLike = Union[Params, McElieceAlgorithm, str]
+ParamsLike = Union[Params, Algorithm[Params], str]
 """A parameter set, its algorithm object (``McEliece348864``) or its name."""
 
 
 def _params(params: ParamsLike) -> Params:
-    if isinstance(params, Params):
-        return params
-    if isinstance(params, McElieceAlgorithm):
-        return params.params
-    if isinstance(params, str):
-        return get(params).params
-    raise InvalidType(f"params must be a Classic McEliece parameter set, algorithm or name, not {type(params).__name__}")
+    return resolve_params(params, Params, PARAMS, "Classic McEliece parameter set")
 
 
 def keypair(params: ParamsLike, rng: Rng | None = None) -> tuple[bytes, bytes]:

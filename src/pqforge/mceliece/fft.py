@@ -22,7 +22,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-from .gf import (BLOCK, PlaneBlocks, _parity64, bit_mask, gf_inv, gf_mul, mul_block,
+from .gf import (BLOCK, PlaneBlocks, bit_mask, gf_inv, gf_mul, mul_block, parity64,
                  planes_intrinsic_args, vec_from_scalars, vec_mul)
 from .._compile_cache import JIT_CACHE
 
@@ -462,7 +462,7 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
                         acc ^= E[k, w]
                 else:
                     acc = (E[k, start >> 6] >> (start & 63)) & ((np.int64(1) << block) - 1)
-                v |= _parity64(acc) << k
+                v |= parity64(acc) << k
             c[p] = v
     nxt = np.empty(K, dtype=np.int64)
     for d in range(D - 1, -1, -1):

@@ -432,7 +432,7 @@ def bm_discrepancy(C, S, new, m):
             prod[i - m + tap] ^= prod[i]
     d = 0
     for k in range(m):
-        d |= int(_parity64(np.bitwise_xor.reduce(prod[k]))) << k
+        d |= int(parity64(np.bitwise_xor.reduce(prod[k]))) << k
     return d
 
 
@@ -702,7 +702,7 @@ def vec_inv(a, m, taps):
 
 
 @njit(cache=JIT_CACHE)
-def _parity64(x):
+def parity64(x):
     # parity of a 64-bit word by fixed folds (x may be secret)
     x ^= x >> 32
     x ^= x >> 16

@@ -86,7 +86,7 @@ _F12 = (3, 0)           # z^12 + z^3 + 1
 _F13 = (4, 3, 1, 0)     # z^13 + z^4 + z^3 + z + 1
 
 
-def _sets():
+def _sets() -> dict[str, Params]:
     base = [
         ("348864", 12, 3488, 64, _F12, (3, 1, 0), True),     # y^64 + y^3 + y + z
         ("460896", 13, 4608, 96, _F13, (10, 9, 6, 0), False),
@@ -94,7 +94,7 @@ def _sets():
         ("6960119", 13, 6960, 119, _F13, (8, 0), False),
         ("8192128", 13, 8192, 128, _F13, (7, 2, 1, 0), False),
     ]
-    out = {}
+    out: dict[str, Params] = {}
     for suffix, m, n, t, ft, pt, cz in base:
         for f in (False, True):
             name = "Classic-McEliece-" + suffix + ("f" if f else "")

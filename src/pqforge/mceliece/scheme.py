@@ -247,8 +247,9 @@ def check_ciphertext(p: Params, ct) -> bytes:
     return ct
 
 
-def _sk_parts(p: Params, sk: bytes):
-    # of a checked key: g's coefficients are below 2^m; the copy aligns the control words
+def secret_key_parts(p: Params, sk: bytes):
+    """(g, control bits, s) of a checked private key as arrays: g's coefficients are below 2^m;
+    the control words are copied to align them."""
     g = np.frombuffer(sk, dtype="<u2", count=p.t, offset=40).astype(np.int64)
     off = 40 + p.irr_bytes
     cond = np.frombuffer(sk, dtype=np.int64, count=p.cond_bytes // 8, offset=off).copy()
@@ -261,7 +262,7 @@ def public_key_from_private(p: Params, sk: bytes) -> bytes:
     """Recompute T from g and the support the control bits encode (the moved pivots of the
     'f' sets are already in the support order)."""
     sk = check_private_key(p, sk)
-    g, cond, _ = _sk_parts(p, sk)
+    g, cond, _ = secret_key_parts(p, sk)
     L = support_from_control_bits(cond, p.m, p.n, _bitrev_base(p.m))
     try:
         mat = _public_matrix(p, g, L)
