@@ -48,7 +48,7 @@ def test_units_missing_from_the_cache_compile_here_and_in_a_helper_without_compi
             "started = []\n"
             "spawn = _units._start_helper\n"
             "_units._start_helper = lambda specs: (started.append(list(specs)), spawn(specs))\n"
-            "_units._cores = lambda: 2\n"
+            "_units.cores = lambda: 2\n"
             "import numpy as np\n"
             "print(json.dumps({'started': started, 'result': int(uk.scaled_sum(_units.addresses((uk.SUM, uk.SCALE)),"
             " np.arange(1, 6, dtype=np.int64), 2))}))\n")
@@ -188,14 +188,14 @@ def test_a_process_started_while_an_earlier_ones_helper_runs_shares_the_work_and
     # what the helper is compiling, and compiles what it has not taken yet
     first = ("from pqforge import _units\n"
              "from tests import unit_kernels as uk\n"
-             "_units._cores = lambda: 2\n"
+             "_units.cores = lambda: 2\n"
              "_units.prefetch(later=(uk.SUM, uk.SCALE))\n")
     second = ("import json\n"
               "import numpy as np\n"
               "from pqforge import _units\n"
               "from tests import unit_kernels as uk\n"
               "spawned = []\n"
-              "_units._cores = lambda: 2\n"
+              "_units.cores = lambda: 2\n"
               "_units._start_helper = lambda specs: spawned.append(specs)\n"
               "result = int(uk.scaled_sum(_units.addresses((uk.SUM, uk.SCALE)), np.arange(1, 6, dtype=np.int64), 2))\n"
               "print(json.dumps({'spawned': spawned, 'result': result}))\n")

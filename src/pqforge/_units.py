@@ -291,7 +291,8 @@ def _claimed_elsewhere(item: Compilable) -> bool:
 _WORKER = "import sys; from pqforge._units import compile_in_worker; compile_in_worker(sys.argv[1:])"
 
 
-def _cores() -> int:
+def cores() -> int:
+    """The cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:          # not on Linux
@@ -409,7 +410,7 @@ def prefetch(items: Sequence[Compilable] = (), later: Sequence[Compilable] = ())
     if _noted(items):
         return
     running = sum(1 for helper in _helpers.values() if helper.poll() is None)
-    spare = min(_cores() - 1, MAX_HELPERS) - running
+    spare = min(cores() - 1, MAX_HELPERS) - running
     if spare < 1:
         return
     now, after = _missing(items), _missing(later)

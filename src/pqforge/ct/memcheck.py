@@ -11,13 +11,13 @@ One check (``check``):
 
 1. valgrind's virtual CPU is asked for its name and features (it hides what it cannot run, such
    as AVX-512 and GFNI), and numba compiles every target's kernels for exactly that CPU
-   (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``) in a native process that calls each target once;
+   (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES``) in native processes that call each target once;
    compiling under valgrind would take many minutes;
-2. one process under memcheck loads the kernels from the cache and calls each target three
+2. processes under memcheck load the kernels from the cache and call each target three
    times: once to load it, once with nothing marked (the baseline, which must be clean), once
    with the secret arguments marked undefined. A small C helper, compiled by the check with
    the system's C compiler, makes valgrind's client requests; error reporting is on only during
-   the last two calls;
+   the last two calls. Both steps run one process per core, each with a share of the targets;
 3. each call's errors are read from memcheck's XML, and compiled frames (which valgrind cannot
    name) are named by the nearest symbol of the code numba loaded.
 
@@ -48,6 +48,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .._units import cores
 from ..errors import InvalidInput
 from .target import Target
 
@@ -173,34 +174,73 @@ def check(targets: Sequence[Target], alg: str | None = None, kernels: str | None
         raise InvalidInput(f"pqforge ct memcheck: valgrind cannot run the {kernels} kernel set; "
                            f"it runs {', '.join(_VALGRIND_SETS)}")
     say = log or (lambda text: None)
-    plan = []
-    for t in targets:
-        plan.append({"target": _name(t), "alg": t.resolve_params(alg)[0] if t.algs else None})
+    plan = [{"target": _name(t), "alg": t.resolve_params(alg)[0] if t.algs else None} for t in targets]
+    steps: list[dict] = [{}] * len(plan)
+    sites: dict[tuple[str, str], list[Site]] = {}
     with tempfile.TemporaryDirectory(prefix="pqforge-memcheck-") as tmp:
         work = Path(tmp)
-        request = {"plan": plan, "helper": str(_build_helper(work)), "out": str(work / "calls.json")}
-        (work / "plan.json").write_text(json.dumps(request))
+        helper = str(_build_helper(work))
+        # the steps of one parameter set share their kernels: one process compiles (and later
+        # loads under valgrind, which costs most of a minute a set) them once
+        shares = _by_set(plan, cores())
+        paths = [work / f"plan{i}.json" for i in range(len(shares))]
+        for share, path in zip(shares, paths):
+            path.write_text(json.dumps({"plan": [plan[j] for j in share], "helper": helper,
+                                        "out": str(path.with_suffix(".calls.json"))}))
         cpu = valgrind_cpu()
         env = _environment(cpu, kernels)
-        child = [sys.executable, "-m", "pqforge.ct.memcheck", str(work / "plan.json")]
+        child = [sys.executable, "-m", "pqforge.ct.memcheck"]
         say(f"compiling the kernels for valgrind's CPU ({cpu[0]}) natively")
-        subprocess.run(child + ["--native"], env=env, check=True, timeout=timeout)
+        for run in _side_by_side([child + [str(p), "--native"] for p in paths], env, timeout):
+            if run.returncode != 0:
+                raise RuntimeError(f"compiling the targets failed (exit {run.returncode}):\n{run.stderr[-4000:]}")
         say("running them under memcheck")
-        xml = work / "memcheck.xml"
-        run = subprocess.run(["valgrind", "--tool=memcheck", "--error-limit=no", "--leak-check=no", "--xml=yes",
-                              f"--xml-file={xml}", *child], env=env, timeout=timeout,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if run.returncode != 0 or not (work / "calls.json").exists():
-            raise RuntimeError(f"the run under memcheck failed (exit {run.returncode}):\n{run.stderr[-4000:]}")
-        calls = json.loads((work / "calls.json").read_text())
-        sites = _read_sites(xml, calls["symbols"])
+        memcheck = ["valgrind", "--tool=memcheck", "--error-limit=no", "--leak-check=no", "--xml=yes"]
+        runs = _side_by_side([memcheck + [f"--xml-file={p.with_suffix('.xml')}", *child, str(p)] for p in paths],
+                             env, timeout)
+        for share, path, run in zip(shares, paths, runs):
+            calls_file = path.with_suffix(".calls.json")
+            if run.returncode != 0 or not calls_file.exists():
+                raise RuntimeError(f"the run under memcheck failed (exit {run.returncode}):\n{run.stderr[-4000:]}")
+            calls = json.loads(calls_file.read_text())
+            sites.update(_read_sites(path.with_suffix(".xml"), calls["symbols"]))
+            for j, step in zip(share, calls["results"]):
+                steps[j] = step
     results = []
-    for step, t in zip(calls["results"], targets):
+    for step, t in zip(steps, targets):
         r = Result(t.name, step["alg"], errors=step.get("errors", {}), unmarked=step.get("unmarked", []),
                    declassified=t.declassified, skipped=step.get("skipped", ""))
         r.sites = {phase: sites.get((step["target"], phase), []) for phase in _PHASES}
         results.append(r)
     return results
+
+
+def _by_set(plan: list[dict], count: int) -> list[list[int]]:
+    """The plan's indices in at most ``count`` shares, the steps of one parameter set together,
+    the largest set first into the smallest share."""
+    groups: dict[Any, list[int]] = {}
+    for i, step in enumerate(plan):
+        groups.setdefault(step["alg"], []).append(i)
+    shares: list[list[int]] = [[] for _ in range(max(1, count))]
+    for group in sorted(groups.values(), key=len, reverse=True):
+        min(shares, key=len).extend(group)
+    return [sorted(share) for share in shares if share]
+
+
+def _side_by_side(commands: list[list[str]], env: dict[str, str], timeout: float) -> list[subprocess.CompletedProcess]:
+    """Run ``commands`` at once, each in a process of its own; their results in order."""
+    procs = [subprocess.Popen(c, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+    done = []
+    try:
+        for c, proc in zip(commands, procs):
+            out, err = proc.communicate(timeout=timeout)
+            done.append(subprocess.CompletedProcess(c, proc.returncode, out, err))
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return done
 
 
 def _name(t: Target) -> str:
