@@ -364,9 +364,8 @@ def whip_bitsliced(U, M, m, f_tail, y, A):
     limbs = W // 4
     E = k * (k + 1) // 2
     xl = (m + E + 63) // 64                   # limbs of the unreduced sums
-    # y's sum and A's k*o columns side by side (column 0, then 1 + i*o + c), so that one
-    # shift and one reduction serve both: each inlined copy costs seconds of compiling
-    ext = np.zeros((4 * xl, 1 + k * o), np.uint64)
+    yext = np.zeros((4 * xl, 1), np.uint64)
+    cols = np.zeros((4 * xl, k * o), np.uint64)
     Mt = np.zeros((k, W, o), np.uint64)       # M[i] with its o vectors as columns
     for i in range(k):
         for c in range(o):
@@ -378,16 +377,13 @@ def whip_bitsliced(U, M, m, f_tail, y, A):
         for j in range(k - 1, i - 1, -1):
             for w in range(W):
                 u[w, 0] = U[i, j, w] ^ (U[j, i, w] if i != j else np.uint64(0))
-            for side in range(3 if i != j else 2):     # u into y, M[j] into block i, M[i] into block j
-                src, c0 = (u, 0) if side == 0 else ((Mt[j], 1 + i * o) if side == 1 else (Mt[i], 1 + j * o))
-                _shift_xor(ext, xl, c0, src, limbs, ell)
+            _shift_xor(yext, xl, 0, u, limbs, ell)
+            _shift_xor(cols, xl, i * o, Mt[j], limbs, ell)
+            if i != j:
+                _shift_xor(cols, xl, j * o, Mt[i], limbs, ell)
             ell += 1
-    out = np.zeros((W, 1 + k * o), np.uint64)
-    _reduce_mod_f(ext, xl, m, f_tail, out, limbs)
-    for w in range(W):
-        y[w] ^= out[w, 0]
-        for c in range(k * o):
-            A[w, c] ^= out[w, 1 + c]
+    _reduce_mod_f(yext, xl, m, f_tail, y.reshape(W, 1), limbs)
+    _reduce_mod_f(cols, xl, m, f_tail, A, limbs)
 
 
 @nb.njit(**_JIT)
