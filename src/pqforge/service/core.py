@@ -1,0 +1,299 @@
+"""What every request of the service goes through: the ``Service`` object (store, keys, tokens,
+batching), the caller it finds (``Principal``) and the one mapping from exceptions to the JSON
+error answers, which the routes and the middleware share."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import logging
+import os
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import PQForgeError
+from . import models, tokens
+from .batcher import Batcher, QueueFull
+from .config import Settings
+from .keys import KeyRing, KeyUnusable, algorithm
+from .metrics import Metrics
+from .sealing import Sealer, load_master_key
+from .store import StoreUnavailable, open_store
+
+log = logging.getLogger("pqforge.service")
+
+
+# A request waits at most max_wait_ms in its queue before its batch is computed. Watching each
+# request for a client hang-up (a task per request on the event loop) cost about a third of the
+# event loop's time per single-message request in a measurement, far more than computing the few
+# requests whose client leaves within a short wait; so requests are watched only when that wait
+# can be long.
+WATCH_HANGUP_FROM_MS = 10.0
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, kind: str, message: str, field: str | None = None, headers=None):
+        super().__init__(message)
+        self.status, self.kind, self.field, self.headers = status, kind, field, headers
+
+
+class ClientGone(Exception):
+    """The client closed the connection while its request waited for a batch."""
+
+
+def error_answer(status: int, kind: str, message: str, field: str | None = None, headers=None) -> JSONResponse:
+    body = {"error": {"kind": kind, "message": message, "field": field}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+class Principal:
+    __slots__ = ("token_id", "scopes")
+
+    def __init__(self, token_id: str | None, scopes):
+        self.token_id, self.scopes = token_id, scopes
+
+    def require_token(self) -> None:
+        if self.token_id is None:
+            raise ApiError(401, "unauthenticated", "Authorization: expected 'Bearer <token>'", "Authorization",
+                           {"WWW-Authenticate": "Bearer"})
+
+    def require(self, scope: str) -> None:
+        self.require_token()
+        if not tokens.allows(self.scopes, scope):
+            raise ApiError(403, "forbidden", f"this token lacks the scope {scope!r}")
+
+
+class Service:
+    """Everything a request needs: store, keys, batcher, metrics, settings."""
+
+    def __init__(self, settings: Settings, submit=None):
+        self.settings = settings
+        self.store = open_store(settings.store)
+        master_key, self.master_key_source = load_master_key(settings.master_key_path())
+        self.keys = KeyRing(self.store, Sealer(master_key), settings.cache_ttl_s)
+        del master_key
+        self.metrics = Metrics(settings.backend)
+        workers = max(2, os.cpu_count() or 1)
+        self.executor = ThreadPoolExecutor(workers, thread_name_prefix="pqforge-batch")
+        self.batcher = Batcher(self.executor, settings.max_batch, settings.max_wait_ms, settings.max_queue,
+                               observe=self.metrics.observe_batch)
+        # submit(queue key, payload, run) -> future of this payload's result; Ray Serve replicas
+        # pass one built on @serve.batch instead of this process's batcher
+        self.submit = submit or self.batcher.submit
+        self.warmed = threading.Event()
+        self.drained = threading.Event()    # set once shutdown finished the queued requests
+        self._tokens: dict[str, tuple[float, str, list]] = {}
+        self._compute = {"backend": settings.backend, "threads": settings.compute_threads}
+
+    # --- blocking helpers, run in worker threads -----------------------------------------------
+    def warm_up(self) -> None:
+        names = set(self.settings.warm_up)
+        try:
+            names.update(self.store.key_algorithms())
+        except StoreUnavailable:
+            log.warning("store unavailable at start; warming up only the configured algorithms")
+        for name in sorted(names):
+            started = time.monotonic()
+            algorithm(name, "warm_up").warm_up()
+            log.info("warmed up %s in %.1f s", name, time.monotonic() - started)
+        self.warmed.set()
+
+    def authenticate(self, header: str | None, cached_only: bool = False) -> Principal | None:
+        """The caller's Principal; with ``cached_only``, None when the store must be asked (the
+        caller then repeats the call in a worker thread)."""
+        if not header:
+            return Principal(None, ())
+        scheme, _, token = header.partition(" ")
+        parsed = tokens.parse(token.strip()) if scheme.lower() == "bearer" else None
+        if parsed is None:
+            raise ApiError(401, "unauthenticated", "Authorization: expected 'Bearer pqf_<id>_<secret>'",
+                           "Authorization", {"WWW-Authenticate": "Bearer"})
+        token_id, secret = parsed
+        cached = self._tokens.get(token_id)
+        if cached is None or time.monotonic() - cached[0] >= self.settings.cache_ttl_s:
+            if cached_only:
+                return None
+            row = self.store.token_hash(token_id)
+            if row is None:
+                self._tokens.pop(token_id, None)
+                raise ApiError(401, "unauthenticated", "unknown or revoked token", "Authorization",
+                               {"WWW-Authenticate": "Bearer"})
+            cached = self._tokens[token_id] = (time.monotonic(), row[0], row[1])
+        if not tokens.matches(cached[1], secret):
+            raise ApiError(401, "unauthenticated", "unknown or revoked token", "Authorization",
+                           {"WWW-Authenticate": "Bearer"})
+        return Principal(token_id, cached[2])
+
+    def sign_batch(self, key_id: str, items) -> list[bytes]:
+        """items: (message, token id). Signs, writes the audit rows, then answers."""
+        sk = self.keys.private_key(key_id, "signature")
+        messages = [m for m, _ in items]
+        signatures = sk.sign_many(messages, **self._compute)
+        now = time.time()
+        self.store.audit([(now, t, key_id, "sign", hashlib.sha256(m).hexdigest()) for m, t in items])
+        return signatures
+
+    def verify_batch(self, pk, items) -> list[bool]:
+        return pk.verify_many([m for m, _ in items], [s for _, s in items], **self._compute).tolist()
+
+    # --- async helpers ---------------------------------------------------------------------------
+    async def batched(self, receive, queue_key: tuple, payload, run):
+        """This request's own result from a batch; ``receive`` is the request's ASGI receive channel,
+        watched for the client hanging up when requests may wait long (see WATCH_HANGUP_FROM_MS)."""
+        try:
+            future = self.submit(queue_key, payload, run)
+        except QueueFull as exc:
+            retry = max(1, round(exc.retry_after_s + 0.5))
+            raise ApiError(429, "queue_full", f"too many requests waiting for {queue_key[0]}; retry later",
+                           headers={"Retry-After": str(retry)}) from None
+        if self.settings.max_wait_ms < WATCH_HANGUP_FROM_MS:
+            return await future
+        # a client that hangs up cancels its future, and the batcher skips cancelled futures
+        gone = asyncio.get_running_loop().create_task(_disconnected(receive))
+        gone.add_done_callback(lambda _: future.cancel())
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if gone.done() and not gone.cancelled():
+                raise ClientGone() from None
+            raise
+        finally:
+            gone.cancel()
+
+    async def principal(self, header: str | None) -> Principal:
+        """The caller; the token cache answers without leaving the event loop while it is fresh."""
+        return self.authenticate(header, cached_only=True) or await run_in_threadpool(self.authenticate, header)
+
+    async def usable_key(self, key_id: str, kind: str):
+        """The key's record; from memory while fresh, else read from the store in a worker thread."""
+        return self.keys.usable(key_id, kind, cached_only=True) or \
+            await run_in_threadpool(self.keys.usable, key_id, kind)
+
+    async def sign_one(self, key_id: str, body: models.Sign, who: Principal, receive) -> bytes:
+        """The JSON answer to one single-message signing request."""
+        who.require(f"sign:{key_id}")
+        await self.usable_key(key_id, "signature")
+        signature = await self.batched(receive, ("sign", key_id), (body.message, who.token_id),
+                                       lambda items: self.sign_batch(key_id, items))
+        return b'{"signature":"%s"}' % base64.b64encode(signature)
+
+    async def verify_one(self, body: models.Verify, who: Principal, receive) -> bytes:
+        """The JSON answer to one single-message verification request."""
+        if not self.settings.public_verify:
+            who.require("verify")
+        key_ref, pk = self.public_key_for(body, cached_only=True) or \
+            await run_in_threadpool(self.public_key_for, body)
+        if len(body.signature) != pk.algorithm.signature_size:
+            return b'{"valid":false}'       # as the library answers: not a valid signature
+        queue_key = ("verify", key_ref or (pk.algorithm.name, pk.public_bytes_raw()))
+        valid = await self.batched(receive, queue_key, (body.message, body.signature),
+                                   lambda items: self.verify_batch(pk, items))
+        return b'{"valid":true}' if valid else b'{"valid":false}'
+
+    def public_key_for(self, body: models._KeyChoice, cached_only: bool = False):
+        """(key id or None, library public key) for a verify request; with ``cached_only``, None
+        when the store must be asked."""
+        if body.key_id is not None:
+            if body.public_key is not None or body.alg is not None:
+                raise ApiError(422, "invalid", "give key_id, or public_key and alg, not both", "key_id")
+            record = self.keys.usable(body.key_id, "signature", cached_only)
+            if record is None:
+                return None
+            return record.id, self.keys.public_key(record.alg, record.public_key)
+        if body.public_key is None or body.alg is None:
+            raise ApiError(422, "invalid", "expected key_id, or public_key and alg", "key_id")
+        alg = algorithm(body.alg)
+        if alg.kind != "signature":
+            raise ApiError(422, "invalid", f"alg: {alg.name} is a KEM; expected a signature algorithm", "alg")
+        if len(body.public_key) != alg.public_key_size:
+            raise ApiError(422, "invalid", f"public_key: a {alg.name} public key is {alg.public_key_size} bytes, "
+                                           f"got {len(body.public_key)}", "public_key")
+        return None, self.keys.public_key(alg.name, body.public_key)
+
+    def check_count(self, count: int, field: str) -> None:
+        if count > self.settings.max_messages:
+            raise ApiError(422, "too_many", f"{field}: at most {self.settings.max_messages} per request, got {count}",
+                           field)
+
+
+async def _disconnected(receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def json_media(content_type: str | None) -> bool:
+    """Whether a Content-Type declares JSON (or is absent), as FastAPI decides before parsing a body."""
+    if content_type is None:
+        return True
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def bad_body(content_type: str | None) -> ApiError:
+    """The 400 for a body that is not a JSON object; when the request declared another media
+    type, that is the reason and the message says so."""
+    if not json_media(content_type):
+        media = content_type.split(";", 1)[0].strip()
+        return ApiError(400, "bad_json", f"body: Content-Type must be application/json for a JSON body, "
+                                         f"got {media!r}", "body")
+    return ApiError(400, "bad_json", "body: expected a JSON object (Content-Type: application/json)", "body")
+
+
+def error_response(service: Service, exc: Exception, method: str, path: str,
+                   content_type: str | None = None) -> Response:
+    """The JSON error answer for an exception raised while handling a request with ``content_type``."""
+    count = service.metrics.errors.labels
+    if isinstance(exc, ApiError):
+        count(exc.kind).inc()
+        return error_answer(exc.status, exc.kind, str(exc), exc.field, exc.headers)
+    if isinstance(exc, (RequestValidationError, ValidationError)):
+        first = exc.errors()[0]
+        loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
+        field = ".".join(loc) or "body"
+        if first.get("type") == "json_invalid" or (field == "body" and first.get("type") in
+                                                   ("model_attributes_type", "dict_type", "model_type")):
+            return error_response(service, bad_body(content_type), method, path)
+        message = first.get("msg", "invalid").removeprefix("Value error, ")
+        if first.get("type") == "missing":
+            message = "required field is missing"
+        elif first.get("type") == "extra_forbidden":
+            message = "unexpected field"
+        count("invalid").inc()
+        return error_answer(422, "invalid", f"{field}: {message}", field)
+    if isinstance(exc, KeyUnusable):
+        count(exc.kind).inc()
+        return error_answer(exc.status, exc.kind, str(exc), "key_id")
+    if isinstance(exc, StoreUnavailable):
+        count("store_unavailable").inc()
+        log.warning("%s", exc)
+        return error_answer(503, "store_unavailable", "the key store is unavailable; retry later",
+                      headers={"Retry-After": "1"})
+    if isinstance(exc, PQForgeError):
+        count("invalid").inc()
+        message = str(exc)
+        field = message.split(":", 1)[0] if re.match(r"^[a-z_]+:", message) else None
+        return error_answer(422, "invalid", message, field)
+    if isinstance(exc, StarletteHTTPException):
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
+        return error_answer(exc.status_code, kind, str(exc.detail))
+    if isinstance(exc, ClientGone):
+        count("client_gone").inc()
+        return Response(status_code=499)
+    count("internal").inc()
+    log.error("internal error %s in %s %s", type(exc).__name__, method, path)
+    return error_answer(500, "internal", "internal error")
