@@ -1,6 +1,7 @@
 """The service under wrk, next to the library's batch calls in the same run.
 
     python benchmarks/service_load.py [--seconds 10] [--connections 64] [--rounds 2] [--no-write]
+    python benchmarks/service_load.py --overload [--max-queue 128] [--seconds 10] [--connections 64]
 
 Starts one ``pqforge serve`` with its default settings on an ephemeral loopback port (a fresh
 SQLite store, one MAYO-2 key), then, each round, interleaved: ``GET /healthz`` (the HTTP ceiling
@@ -11,8 +12,15 @@ connection per client, time-limited (``pqforge.service.bench``). Prints each fig
 server's CPU time per request, and writes one results file (``benchmarks/results/README.md``):
 ``service-load-MACHINE-DATE.jsonl``, a letter after the date when that name is taken.
 
-Targets (issue 26): single sign at 64 clients >= 50% of ``sign_many`` with p99 <= 50 ms; single
-verify >= 50% of ``/healthz``.
+Targets: single sign at 64 clients >= 50% of ``sign_many`` with p99 <= 50 ms; single verify >=
+50% of ``/healthz``.
+
+``--overload``: the server with a short queue (``max_queue``, per key and operation), then
+single-message signing from 8 times as many connections as the queue holds (more requests
+waiting than it admits, whatever the server's rate), then from ``--connections`` again. Prints
+for each phase the answers per second, the 429 answers per second (from the server's own
+``/metrics``), p50 and p99: the service refuses what its queue cannot hold at once, the answered
+requests' latency stays bounded by the queue, and the next phase gets no 429.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import base64
 import json
 import os
 import platform
+import re
 import shutil
 import string
 import sys
@@ -31,7 +40,7 @@ from pathlib import Path
 
 from pqforge import algorithms
 from pqforge.client import Client
-from pqforge.service.bench import _cpu_seconds, _load_wrk, _rate, _start_server
+from pqforge.service.bench import cpu_seconds, load_wrk, messages_per_second, start_server
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -64,9 +73,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (default 2)")
     parser.add_argument("--machine-tag", default="zen4", help="short machine name in the file name (default zen4)")
     parser.add_argument("--no-write", action="store_true", help="print only; write no results file")
+    parser.add_argument("--overload", action="store_true", help="show the answers under overload, then recovery")
+    parser.add_argument("--max-queue", type=int, default=128, help="the server's max_queue with --overload")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("service_load: needs wrk (apt-get install wrk)")
+    if args.overload:
+        return overload(args)
 
     alg = algorithms.get(args.alg)
     many = [b"bench message %d" % i for i in range(256)]
@@ -74,14 +87,14 @@ def main() -> int:
     pk = sk.public_key()
     many_sigs = sk.sign_many(many)
     pk.verify_many(many, many_sigs)          # key expansion and first-use compiles, untimed
-    library = {"sign": lambda: _rate(lambda: sk.sign_many(many), len(many), min_s=3.0),
-               "verify": lambda: _rate(lambda: pk.verify_many(many, many_sigs), len(many), min_s=3.0)}
+    library = {"sign": lambda: messages_per_second(lambda: sk.sign_many(many), len(many), min_s=3.0),
+               "verify": lambda: messages_per_second(lambda: pk.verify_many(many, many_sigs), len(many), min_s=3.0)}
     started_utc = time.strftime("%H:%M", time.gmtime())
     rows, latencies = [], []
 
     with tempfile.TemporaryDirectory(prefix="pqforge-load-") as tmp:
         workdir = Path(tmp)
-        proc, port, token = _start_server(workdir, alg.name, 256, 2.0, "cpu", 1, max_queue=None)
+        proc, port, token = start_server(workdir, alg.name, 256, 2.0, "cpu", 1, max_queue=None)
         try:
             with Client(f"http://127.0.0.1:{port}", token) as c:
                 key = c.create_key(alg.name)
@@ -96,9 +109,9 @@ def main() -> int:
 
             def served(op: str) -> float:
                 path, bodies = http[op]
-                cpu0 = _cpu_seconds(proc.pid)
-                result = _load_wrk(port, token, path, bodies, args.connections, args.seconds, workdir)
-                cpu_us = (_cpu_seconds(proc.pid) - cpu0) / max(1, result["requests"]) * 1e6
+                cpu0 = cpu_seconds(proc.pid)
+                result = load_wrk(port, token, path, bodies, args.connections, args.seconds, workdir)
+                cpu_us = (cpu_seconds(proc.pid) - cpu0) / max(1, result["requests"]) * 1e6
                 print(f"  {op:<8} {result['per_s']:>9,.0f}/s  p50 {result['p50_ms']:6.1f} ms  p99 "
                       f"{result['p99_ms']:6.1f} ms  errors {result['errors']}  server CPU {cpu_us:5.0f} us/request  "
                       f"wrk CPU {result['gen_cpu_s']:.2f} s", flush=True)
@@ -144,6 +157,42 @@ def main() -> int:
     path = _results_path(args.machine_tag, date)
     path.write_text("".join(json.dumps(line) + "\n" for line in [{"meta": meta}, *rows]))
     print(f"wrote {path}")
+    return 0
+
+
+def _status_counts(port: int, operation: str) -> dict[str, float]:
+    """The server's request counters for ``operation`` by status (its Prometheus ``/metrics``)."""
+    import httpx
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    return {m.group(1): float(m.group(2)) for m in
+            re.finditer(r'pqforge_requests_total\{operation="%s",status="(\d+)"\} (\S+)' % re.escape(operation), text)}
+
+
+def overload(args) -> int:
+    alg = algorithms.get(args.alg)
+    phases = [("overload", 8 * args.max_queue), ("after", args.connections)]
+    with tempfile.TemporaryDirectory(prefix="pqforge-load-") as tmp:
+        workdir = Path(tmp)
+        proc, port, token = start_server(workdir, alg.name, 256, 2.0, "cpu", 1, max_queue=args.max_queue)
+        try:
+            with Client(f"http://127.0.0.1:{port}", token) as c:
+                key = c.create_key(alg.name)
+            bodies = [json.dumps({"message": base64.b64encode(b"overload %d" % i).decode()}).encode()
+                      for i in range(4096)]
+            path = f"/v1/keys/{key['id']}/sign"
+            print(f"max_queue {args.max_queue}; {args.seconds:g} s per phase", flush=True)
+            for phase, connections in phases:
+                before = _status_counts(port, "sign")
+                result = load_wrk(port, token, path, bodies, connections, args.seconds, workdir)
+                after = _status_counts(port, "sign")
+                seconds = result["requests"] / result["per_s"]
+                per_status = {k: (after.get(k, 0) - before.get(k, 0)) / seconds for k in after}
+                print(f"  {phase:<8} {connections:>5} connections: {per_status.get('200', 0):>7,.0f} signatures/s, "
+                      f"{per_status.get('429', 0):>7,.0f} 429/s, other {sum(v for k, v in per_status.items() if k not in ('200', '429')):.0f}/s; "
+                      f"p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms (all answers)", flush=True)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
     return 0
 
 

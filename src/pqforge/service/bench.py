@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 
-def _cpu_seconds(pid: int | None = None) -> float:
+def cpu_seconds(pid: int | None = None) -> float:
     if pid is None:
         t = os.times()
         return t.user + t.system
@@ -39,10 +39,10 @@ def _cpu_seconds(pid: int | None = None) -> float:
     own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     children = Path(f"/proc/{pid}/task/{pid}/children")
     kids = children.read_text().split() if children.exists() else []
-    return own + sum(_cpu_seconds(int(kid)) for kid in kids)
+    return own + sum(cpu_seconds(int(kid)) for kid in kids)
 
 
-def _rate(fn, items: int, min_s: float = 1.0) -> float:
+def messages_per_second(fn, items: int, min_s: float = 1.0) -> float:
     """Items per second of ``fn`` (which handles ``items``), over at least ``min_s`` seconds."""
     calls, started = 0, time.perf_counter()
     while calls == 0 or time.perf_counter() - started < min_s:
@@ -127,7 +127,7 @@ def _children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _load_wrk(port: int, token: str, path: str, bodies: list[bytes], concurrency: int, limit_s: float,
+def load_wrk(port: int, token: str, path: str, bodies: list[bytes], concurrency: int, limit_s: float,
               workdir: Path) -> dict:
     """``wrk`` with ``concurrency`` connections for ``limit_s`` seconds (wrk has no request bound);
     GET requests when ``bodies`` is empty."""
@@ -149,12 +149,12 @@ def _load_wrk(port: int, token: str, path: str, bodies: list[bytes], concurrency
 
 def _load_python(port: int, token: str, path: str, bodies: list[bytes], concurrency: int, limit_s: float,
                  workdir: Path = None) -> dict:
-    cpu0 = _cpu_seconds()
+    cpu0 = cpu_seconds()
     result = asyncio.run(_load(port, token, path, bodies, concurrency, limit_s))
-    return {**result, "gen_cpu_s": _cpu_seconds() - cpu0}
+    return {**result, "gen_cpu_s": cpu_seconds() - cpu0}
 
 
-def _start_server(workdir: Path, alg: str, max_batch: int, max_wait_ms: float, backend: str, workers: int,
+def start_server(workdir: Path, alg: str, max_batch: int, max_wait_ms: float, backend: str, workers: int,
                   max_queue: int | None = 100000):
     """A ``pqforge serve`` process, its port and an admin token; ``max_queue`` None keeps the default."""
     src = str(Path(__file__).resolve().parents[2])
@@ -200,7 +200,7 @@ def main(args) -> int:
     use_wrk = args.load == "wrk" or (args.load == "auto" and shutil.which("wrk") is not None)
     if args.load == "wrk" and shutil.which("wrk") is None:
         raise SystemExit("pqforge bench-serve: --load wrk, but wrk is not installed (apt-get install wrk)")
-    load_single = _load_wrk if use_wrk else _load_python
+    load_single = load_wrk if use_wrk else _load_python
     generator = ("wrk, 1 thread, one keep-alive connection per client, time-limited" if use_wrk else
                  "asyncio keep-alive connections in this process")
     messages = [b"bench message %d" % i for i in range(max(n, args.many))]
@@ -214,8 +214,8 @@ def main(args) -> int:
     many = messages[:args.many]
     many_sigs = sk.sign_many(many, backend=args.backend)
     pk.verify_many(many, many_sigs, backend=args.backend)       # key expansions and caches, untimed
-    library = {"sign-many": lambda: _rate(lambda: sk.sign_many(many, backend=args.backend), len(many)),
-               "verify-many": lambda: _rate(lambda: pk.verify_many(many, many_sigs, backend=args.backend),
+    library = {"sign-many": lambda: messages_per_second(lambda: sk.sign_many(many, backend=args.backend), len(many)),
+               "verify-many": lambda: messages_per_second(lambda: pk.verify_many(many, many_sigs, backend=args.backend),
                                             len(many))}
     print(f"library sign_many: {library['sign-many']():,.0f}/s   verify_many: {library['verify-many']():,.0f}/s"
           f"   (batches of {len(many)}; measured again around each many-message row)")
@@ -229,7 +229,7 @@ def main(args) -> int:
 
     for max_batch, max_wait in settings:
         with tempfile.TemporaryDirectory(prefix="pqforge-bench-") as tmp:
-            proc, port, token = _start_server(Path(tmp), alg.name, max_batch, max_wait, args.backend,
+            proc, port, token = start_server(Path(tmp), alg.name, max_batch, max_wait, args.backend,
                                                args.workers)
             try:
                 with Client(f"http://127.0.0.1:{port}", token) as c:
@@ -243,9 +243,9 @@ def main(args) -> int:
                         ("verify", "/v1/verify", verify_bodies)]
                 for op, path, bodies in jobs:
                     for clients in concurrencies:
-                        srv0 = _cpu_seconds(proc.pid)
+                        srv0 = cpu_seconds(proc.pid)
                         result = load_single(port, token, path, bodies, clients, args.seconds, Path(tmp))
-                        row(op, max_batch, max_wait, clients, result, _cpu_seconds(proc.pid) - srv0)
+                        row(op, max_batch, max_wait, clients, result, cpu_seconds(proc.pid) - srv0)
                 count = max(2, n // args.many)
                 many_jobs = [("sign-many", f"/v1/keys/{key['id']}/sign-many",
                               json.dumps({"messages": [b64(m) for m in many]}).encode()),
@@ -254,10 +254,10 @@ def main(args) -> int:
                                           "signatures": [b64(s) for s in key_sigs[:len(many)]]}).encode())]
                 for op, path, body in many_jobs:
                     before = library[op]()          # the library just before and just after: same load
-                    srv0 = _cpu_seconds(proc.pid)
+                    srv0 = cpu_seconds(proc.pid)
                     result = _load_python(port, token, path, [body] * count, 2, args.seconds)
                     result = {**result, "per_s": result["per_s"] * len(many)}
-                    row(op, max_batch, max_wait, 2, result, _cpu_seconds(proc.pid) - srv0)
+                    row(op, max_batch, max_wait, 2, result, cpu_seconds(proc.pid) - srv0)
                     lib = (before + library[op]()) / 2
                     print(f"  {op}: {result['per_s']:,.0f} messages/s = {100 * result['per_s'] / lib:.0f}% of the "
                           f"library's {lib:,.0f}/s measured around it ({len(many)} messages per request)")
