@@ -29,7 +29,6 @@ import argparse
 import base64
 import json
 import os
-import platform
 import re
 import shutil
 import string
@@ -38,23 +37,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from tables import machine  # (benchmarks/ is on the path of a script run from it)
+
 from pqforge import algorithms
 from pqforge.client import Client
 from pqforge.service.bench import cpu_seconds, load_wrk, messages_per_second, start_server
 
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def _machine() -> str:
-    """The processor as the other results files name it: model name, family and model, vCPUs."""
-    try:
-        info = dict(line.split(":", 1) for line in open("/proc/cpuinfo").read().split("\n\n")[0].splitlines()
-                    if ":" in line)
-        info = {k.strip(): v.strip() for k, v in info.items()}
-        model = f"{info['model name']} family {info['cpu family']} model {info['model']}"
-    except (OSError, KeyError):
-        model = platform.processor() or platform.machine()
-    return f"{model}, {os.cpu_count()} vCPU"
 
 
 def _results_path(tag: str, date: str) -> Path:
@@ -142,7 +131,7 @@ def main() -> int:
     if args.no_write:
         return 0
     date = time.strftime("%Y-%m-%d", time.gmtime())
-    meta = {"comparison": "service-load", "machine": _machine(), "date": date,
+    meta = {"comparison": "service-load", "machine": machine(), "date": date,
             "time_utc": f"{started_utc}-{time.strftime('%H:%M', time.gmtime())}",
             "unit": "per_s", "reference": "library sign_many / verify_many",
             "command": f"`python benchmarks/service_load.py --seconds {args.seconds:g} --connections "

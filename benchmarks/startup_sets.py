@@ -19,17 +19,9 @@ import platform
 import sys
 from pathlib import Path
 
+from tables import machine  # (benchmarks/ is on the path of a script run from it)
+
 HERE = Path(__file__).resolve().parent
-
-
-def _machine() -> str:
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or platform.machine()
-    fields = dict(line.split(":", 1) for line in info.splitlines()[:30] if ":" in line)
-    get = lambda k: fields.get(k, "").strip()      # noqa: E731
-    return f"{get('vendor_id')} family {get('cpu family')} model {get('model')}, {os.cpu_count()} vCPU"
 
 
 def main() -> None:
@@ -59,7 +51,7 @@ def main() -> None:
                 rows.append({"round": round_, "alg": alg, "impl": impl, "s": {k: round(v, 2) for k, v in row.items()}})
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     end = dt.datetime.now(dt.timezone.utc)
-    meta = {"comparison": "cold-start", "machine": _machine(), "date": start.strftime("%Y-%m-%d"),
+    meta = {"comparison": "cold-start", "machine": machine(), "date": start.strftime("%Y-%m-%d"),
             "time_utc": f"{start:%H:%M}-{end:%H:%M}", "unit": "s",
             "command": f"`python benchmarks/startup_sets.py {' '.join('--alg ' + a for a in algs)} "
                        f"--sets {','.join(chosen)} --rounds {args.rounds}`",

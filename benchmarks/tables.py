@@ -27,6 +27,20 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
+
+
+def machine() -> str:
+    """The processor as the results files name it: model name, family and model, vCPUs."""
+    import os
+    import platform
+    try:
+        with open("/proc/cpuinfo") as f:
+            first = f.read().split("\n\n")[0]
+        info = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
+        model = f"{info['model name']} family {info['cpu family']} model {info['model']}"
+    except (OSError, KeyError):
+        model = platform.processor() or platform.machine()
+    return f"{model}, {os.cpu_count()} vCPU"
 DOCUMENT = HERE.parent / "BENCHMARKS.md"
 
 REQUIRED = ("comparison", "machine", "date", "command", "method")
