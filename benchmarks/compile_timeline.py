@@ -6,7 +6,7 @@ Runs keygen + sign + verify (a KEM: keygen + encap + decap) in a new process wit
 cache and waits for the helpers it started. Every process (the one running the operations and
 its helpers) logs numba's compile events (``numba.core.event``, "numba:compile": one per compiled
 function, nested when a kernel's callee compiles inside it) and each entry of the compile queue
-(``pqforge._units``: units and ``Ahead`` entries, compiled or waited for). Prints the operations'
+(``pqforge.jit.units``: units and ``Ahead`` entries, compiled or waited for). Prints the operations'
 times, each process's CPU, each entry compiled with its start, end and CPU, and the compile CPU
 split into the entries' own work, callees compiled on their own before their callers (numba
 builds machine code for each, then the caller links and optimises them again) and numba's own
@@ -75,8 +75,8 @@ _HOOK = textwrap.dedent('''
 
         def _watching_import(*args, **kwargs):
             module = _import(*args, **kwargs)
-            if (builtins.__import__ is _watching_import and "pqforge._units" in sys.modules
-                    and hasattr(sys.modules["pqforge._units"], "obtain")):
+            if (builtins.__import__ is _watching_import and "pqforge.jit.units" in sys.modules
+                    and hasattr(sys.modules["pqforge.jit.units"], "obtain")):
                 builtins.__import__ = _import       # once, also when imports are nested
                 _listen()
                 _wrap_queue()

@@ -16,9 +16,9 @@ def kat_root() -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def _reap_compile_helpers():
-    """Compile helpers that operations of this process started (``pqforge._units``) are ended
+    """Compile helpers that operations of this process started (``pqforge.jit.units``) are ended
     and reaped when the session ends: none outlives pytest or warns that it is still running."""
     yield
-    units = sys.modules.get("pqforge._units")
+    units = sys.modules.get("pqforge.jit.units")
     if units is not None:
         units.stop_helpers()

@@ -433,20 +433,21 @@ def test_keygen_help_says_which_keys_it_makes():
 
 def test_a_compile_helper_still_running_when_the_command_returns_is_mentioned_in_one_line(monkeypatch, capsys,
                                                                                           tmp_path):
-    from pqforge import _units, cli
-    monkeypatch.setattr(_units, "_WORKER", "import time; time.sleep(60)")     # a helper that takes its time
+    from pqforge import cli
+    from pqforge.jit import units
+    monkeypatch.setattr(units, "_WORKER", "import time; time.sleep(60)")     # a helper that takes its time
     started = []
 
     def keygen(args):
-        _units._start_helper([])
-        started.extend(_units.running_helpers())
+        units._start_helper([])
+        started.extend(units.running_helpers())
         return 0
     monkeypatch.setattr(cli, "cmd_keygen", keygen)
     try:
         assert main(["keygen", "--alg", "MAYO-2", "--out", str(tmp_path / "k")]) == 0
         err = capsys.readouterr().err
     finally:
-        _units.stop_helpers()
+        units.stop_helpers()
     pid, = started
     assert err == f"pqforge: a compile helper keeps filling the cache in the background (pid {pid})\n"
     assert main(["kem", "keygen", "--alg", "MAYO-2", "--out", str(tmp_path / "k")]) == 2
@@ -471,14 +472,14 @@ def test_the_bars_time_left_leaves_out_a_first_step_that_compiled():
 
 
 def test_a_compile_notice_during_a_progress_bar_goes_above_the_bar(capsys, monkeypatch, tmp_path):
-    from pqforge import _compile_cache
+    from pqforge.jit import cache
     from pqforge.cli import progress_bar
-    monkeypatch.setattr(_compile_cache, "CACHE_DIR", tmp_path)       # no marker: the notice comes
-    monkeypatch.setattr(_compile_cache, "NOTICES", True)
+    monkeypatch.setattr(cache, "CACHE_DIR", tmp_path)       # no marker: the notice comes
+    monkeypatch.setattr(cache, "NOTICES", True)
 
     class Set:
         name = "DEMO-2"
-    op = _compile_cache.compiling("demo", 5, lambda p: "demo under a bar")(lambda p: None)
+    op = cache.compiling("demo", 5, lambda p: "demo under a bar")(lambda p: None)
     bar = progress_bar(3, "KAT")
     bar.update(1)
     op(Set())

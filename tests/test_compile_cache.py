@@ -153,10 +153,10 @@ class _Set:
 @pytest.fixture
 def no_markers(monkeypatch, tmp_path):
     """No marker says anything is compiled (a cache filled by another process's helper)."""
-    from pqforge import _compile_cache
-    monkeypatch.setattr(_compile_cache, "CACHE_DIR", tmp_path)
-    monkeypatch.setattr(_compile_cache, "NOTICES", True)
-    return _compile_cache
+    from pqforge.jit import cache
+    monkeypatch.setattr(cache, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(cache, "NOTICES", True)
+    return cache
 
 
 def _first_use(cache, hook, key):
@@ -167,40 +167,40 @@ def _first_use(cache, hook, key):
 
 
 def test_no_notice_when_the_listed_kernels_are_in_numbas_cache_without_a_marker(no_markers, capsys):
-    from pqforge import _units
+    from pqforge.jit import units
     from tests import unit_kernels as uk
     uk.SUM.address                  # in the cache (tests/__pycache__), compiled there if it was not
     hooked = []
 
     def hook(p):
-        fresh = _units.Unit(uk.weighted_sum, uk.SUM.signature)      # not loaded in this process
-        hooked.append(_units._listing.items is not None)
-        _units.prefetch((fresh,))
-        _units.obtain((fresh,))
-    assert _units.will_compile(hook, _Set()) is False
+        fresh = units.Unit(uk.weighted_sum, uk.SUM.signature)      # not loaded in this process
+        hooked.append(units._listing.items is not None)
+        units.prefetch((fresh,))
+        units.obtain((fresh,))
+    assert units.will_compile(hook, _Set()) is False
     assert _first_use(no_markers, hook, "demo cached")          # the marker is written all the same
     assert NOTICE not in capsys.readouterr().err
     assert hooked == [True, True]   # only asked, never run: loading is the operation's own business
 
 
 def test_the_notice_when_a_listed_kernel_is_missing_or_none_is_listed(no_markers, capsys, monkeypatch):
-    from pqforge import _units
+    from pqforge.jit import units
     from tests import unit_kernels as uk
-    missing = _units.Unit(uk.weighted_sum, uk.SUM.signature)
+    missing = units.Unit(uk.weighted_sum, uk.SUM.signature)
     monkeypatch.setattr(missing, "_in_index", lambda: False)
     monkeypatch.setattr(missing, "_compile_here", lambda: None)
     ran = []
 
     def hook(p):
-        ran.append(_units._listing.items is None)      # True: the real run after the notice
-        _units.obtain((missing,))
-    assert _units.will_compile(hook, _Set()) is True
+        ran.append(units._listing.items is None)      # True: the real run after the notice
+        units.obtain((missing,))
+    assert units.will_compile(hook, _Set()) is True
     ran.clear()
     assert _first_use(no_markers, hook, "demo missing")
     assert "pqforge: compiling DEMO-1 demo kernels for this CPU, once, about 8 s" in capsys.readouterr().err
     assert ran == [False, True]     # asked, then run for real with the notice
-    later_only = lambda p: _units.prefetch(later=(missing,))          # lists nothing for now
-    assert _units.will_compile(later_only, _Set()) is None
+    later_only = lambda p: units.prefetch(later=(missing,))          # lists nothing for now
+    assert units.will_compile(later_only, _Set()) is None
     assert _first_use(no_markers, lambda p: None, "demo unlisted")
     assert NOTICE in capsys.readouterr().err          # nothing listed: the marker decides, as before
 
@@ -208,15 +208,15 @@ def test_the_notice_when_a_listed_kernel_is_missing_or_none_is_listed(no_markers
 def test_the_index_check_agrees_with_loading_from_the_cache():
     import numpy as np
     from numba import types
-    from pqforge import _units
+    from pqforge.jit import units
     from tests import unit_kernels as uk
     uk.SUM.address
-    fresh = _units.Unit(uk.weighted_sum, uk.SUM.signature)
+    fresh = units.Unit(uk.weighted_sum, uk.SUM.signature)
     assert fresh._in_index() and fresh._in_cache()
     uk.weighted_sum(np.arange(3, dtype=np.int64), 2)      # the njit dispatcher's own entry, cached
     i64 = types.Array(types.int64, 1, "C")
-    assert _units.Ahead(uk.weighted_sum, (i64, types.int64))._in_index()
-    never = _units.Ahead(uk.weighted_sum, (types.Array(types.float32, 3, "F"), types.int16))
+    assert units.Ahead(uk.weighted_sum, (i64, types.int64))._in_index()
+    never = units.Ahead(uk.weighted_sum, (types.Array(types.float32, 3, "F"), types.int16))
     assert not never._in_index() and not never._in_cache()
 
 

@@ -64,11 +64,11 @@ def test_only_an_explicit_call_tunes_malloc(code, tuned):
 def test_import_creates_no_cache_folder(tmp_path):
     cache = tmp_path / "fresh" / "numba"
     out = run("import pqforge\n"
-              "from pqforge import _compile_cache, algorithms\n"
+              "from pqforge import algorithms\nfrom pqforge.jit import cache\n"
               "from pqforge.cli import build_parser\n"
               "algorithms.names()\n"
               "build_parser().format_help()\n"
-              "print(_compile_cache.CACHE_SOURCE, _compile_cache.CACHE_DIR)\n", NUMBA_CACHE_DIR=str(cache))
+              "print(cache.CACHE_SOURCE, cache.CACHE_DIR)\n", NUMBA_CACHE_DIR=str(cache))
     assert out.split() == ["NUMBA_CACHE_DIR", str(cache)]     # chosen, since it can be made ...
     assert list(tmp_path.iterdir()) == []                    # ... but not made
 

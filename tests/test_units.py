@@ -1,4 +1,4 @@
-"""Separately compiled kernels (``pqforge._units``): called from compiled code through their
+"""Separately compiled kernels (``pqforge.jit.units``): called from compiled code through their
 address, type-checked when the caller compiles, compiled side by side when several are missing."""
 
 import json
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from numba.core.errors import TypingError
 
-from pqforge import _units
+from pqforge.jit import units
 from tests import unit_kernels as uk
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_a_compiled_caller_reaches_the_unit_through_its_address():
     a = np.arange(1, 6, dtype=np.int64)
     assert uk.twice_the_sum(uk.SUM.address, a, 3) == 2 * 3 * 15
-    assert uk.scaled_sum(_units.addresses((uk.SUM, uk.SCALE)), a, 2) == 30
+    assert uk.scaled_sum(units.addresses((uk.SUM, uk.SCALE)), a, 2) == 30
 
 
 def test_outside_compiled_code_the_call_runs_the_kernel_itself():
@@ -43,20 +43,20 @@ def _compiles(log):
 
 def test_units_missing_from_the_cache_compile_here_and_in_a_helper_without_compiling_twice(tmp_path):
     code = ("import json\n"
-            "from pqforge import _units\n"
+            "from pqforge.jit import units\n"
             "from tests import unit_kernels as uk\n"
             "started = []\n"
-            "spawn = _units._start_helper\n"
-            "_units._start_helper = lambda specs: (started.append(list(specs)), spawn(specs))\n"
-            "_units.cores = lambda: 2\n"
+            "spawn = units._start_helper\n"
+            "units._start_helper = lambda specs: (started.append(list(specs)), spawn(specs))\n"
+            "units.cores = lambda: 2\n"
             "import numpy as np\n"
-            "print(json.dumps({'started': started, 'result': int(uk.scaled_sum(_units.addresses((uk.SUM, uk.SCALE)),"
+            "print(json.dumps({'started': started, 'result': int(uk.scaled_sum(units.addresses((uk.SUM, uk.SCALE)),"
             " np.arange(1, 6, dtype=np.int64), 2))}))\n")
     log = tmp_path / "log"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "UNIT_COMPILE_LOG": str(log)}
     runs = [json.loads(subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                                       text=True, check=True, timeout=600).stdout) for _ in range(2)]
-    specs = [_units._spec(u) for u in (uk.SUM, uk.SCALE)]
+    specs = [units._spec(u) for u in (uk.SUM, uk.SCALE)]
     assert runs[0] == {"started": [specs], "result": 30}     # one helper, over the same list
     assert runs[1] == {"started": [], "result": 30}          # then both from the cache
     assert _compiles(log) == sorted([uk.SUM.key, uk.SCALE.key])     # each once, here or in the helper
@@ -65,19 +65,19 @@ def test_units_missing_from_the_cache_compile_here_and_in_a_helper_without_compi
 
 _AHEAD_CHECK = """
 import sys
-from pqforge import _units
-from pqforge.{scheme} import scheme
-scheme.prefetch = scheme.obtain = lambda *a, **k: None    # only the operations' own calls compile
+from pqforge.jit import units
+from {plan} import ahead
+ahead.prefetch = ahead.obtain = lambda *a, **k: None    # only the operations' own calls compile
 {calls}
-missing = [item.key for item in {entries} if isinstance(item, _units.Ahead) and item.args not in item.kernel.overloads]
+missing = [item.key for item in {entries} if isinstance(item, units.Ahead) and item.args not in item.kernel.overloads]
 assert not missing, missing
 """
 
 
-def _check_ahead(scheme, calls, entries, env=None):
-    """Run ``calls`` in a new process with the compiling-ahead of ``scheme`` switched off: every
+def _check_ahead(plan, calls, entries, env=None):
+    """Run ``calls`` in a new process with the compiling-ahead of ``plan.ahead`` switched off: every
     ``Ahead`` entry in ``entries`` must then be among the kernels' compiled argument types."""
-    code = _AHEAD_CHECK.format(scheme=scheme, calls=calls, entries=entries)
+    code = _AHEAD_CHECK.format(plan=plan, calls=calls, entries=entries)
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, **(env or {})},
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -86,28 +86,28 @@ def _check_ahead(scheme, calls, entries, env=None):
 def test_the_argument_types_compiled_ahead_are_those_of_the_calls():
     # an entry whose types no call uses would be compiled for nothing on every first use (and the
     # call would compile its own)
-    _check_ahead("mceliece", """
+    _check_ahead("pqforge.mceliece", """
 from pqforge.mceliece import McEliece348864, McEliece348864f, McEliece460896
 for alg in (McEliece348864, McEliece348864f, McEliece460896):       # t = 64 and 96
     pk, sk = alg.keypair()
     alg.decapsulate(sk, alg.encapsulate(pk)[0])
-""", "scheme.KEYGEN + scheme.ENCAPSULATION + scheme.DECODING")
+""", "ahead.KEYGEN + ahead.ENCAPSULATION + ahead.DECODING")
 
 
 @pytest.mark.parametrize("kernel_set", ["auto", "portable"])
 def test_the_mayo_argument_types_compiled_ahead_are_those_of_the_calls(kernel_set):
-    _check_ahead("mayo", """
+    _check_ahead("pqforge.mayo.kernels", """
 from pqforge.mayo import MAYO1, MAYO2, MAYO5
 algs = (MAYO1, MAYO2, MAYO5)            # 2, 1 and 3 limbs
 for alg in algs:
     sk = alg.generate_private_key()
     sk.public_key().verify(sk.sign(b"ahead"), b"ahead")
-""", "[e for alg in algs for e in scheme._signing(alg.params) + scheme._verifying(alg.params)]",
+""", "[e for alg in algs for e in ahead.signing(alg.params) + ahead.verifying(alg.params)]",
                  {"PQFORGE_KERNELS": kernel_set})
 
 
 def _claimed_by(item, pid):
-    marker = _units._in_progress_marker(_units._spec(item))
+    marker = units._in_progress_marker(units._spec(item))
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(f"{pid}\n")
     return marker
@@ -124,35 +124,35 @@ def sleeper():
 
 def test_an_entry_claimed_by_a_live_process_is_not_claimed_again_until_that_process_is_gone(
         monkeypatch, tmp_path, sleeper):
-    monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
-    unit = _never_cached(monkeypatch, _units.Unit(uk.weighted_sum, uk.SUM.signature))
+    monkeypatch.setattr(units.compile_cache, "CACHE_DIR", tmp_path)
+    unit = _never_cached(monkeypatch, units.Unit(uk.weighted_sum, uk.SUM.signature))
     marker = _claimed_by(unit, sleeper.pid)
-    assert not _units._claim(unit) and _units._missing((unit,)) == []
+    assert not units._claim(unit) and units._missing((unit,)) == []
     sleeper.kill()
     sleeper.wait()
-    assert _units._missing((unit,)) == [unit]       # its process is gone: the claim is stale
-    assert _units._claim(unit) and marker.read_text() == f"{os.getpid()}\n"
-    _units._unmark(_units._spec(unit))
+    assert units._missing((unit,)) == [unit]       # its process is gone: the claim is stale
+    assert units._claim(unit) and marker.read_text() == f"{os.getpid()}\n"
+    units._unmark(units._spec(unit))
     assert not marker.exists()
 
 
 def test_a_claim_older_than_the_limit_is_stale_and_the_entry_compiles_here(monkeypatch, tmp_path, sleeper):
-    monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
-    monkeypatch.setattr(_units, "WORKER_SECONDS", 0.01)
-    unit = _units.Unit(uk.weighted_sum, uk.SUM.signature)       # a fresh unit: not loaded yet
+    monkeypatch.setattr(units.compile_cache, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(units, "WORKER_SECONDS", 0.01)
+    unit = units.Unit(uk.weighted_sum, uk.SUM.signature)       # a fresh unit: not loaded yet
     _claimed_by(unit, sleeper.pid)
     time.sleep(0.05)
-    address, = _units.addresses((unit,))
+    address, = units.addresses((unit,))
     assert uk.twice_the_sum(address, np.arange(3, dtype=np.int64), 1) == 6
 
 
 def test_without_a_python_interpreter_to_start_everything_compiles_here(monkeypatch):
     # Python embedded in another program: sys.executable is that program (here one that exists
     # and would start), never run with our arguments
-    monkeypatch.setattr(_units.sys, "executable", shutil.which("true"))
-    before = dict(_units._helpers)
-    _units._start_helper([_units._spec(uk.SCALE)])
-    assert _units._helpers == before
+    monkeypatch.setattr(units.sys, "executable", shutil.which("true"))
+    before = dict(units._helpers)
+    units._start_helper([units._spec(uk.SCALE)])
+    assert units._helpers == before
 
 
 def _never_cached(monkeypatch, unit):
@@ -161,43 +161,43 @@ def _never_cached(monkeypatch, unit):
 
 
 def test_a_helper_skips_the_entries_another_live_process_has_claimed(monkeypatch, tmp_path, sleeper):
-    monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(units.compile_cache, "CACHE_DIR", tmp_path)
     compiled = []
-    monkeypatch.setattr(_units.Unit, "_compile_here", lambda self: compiled.append(self.key))
-    monkeypatch.setattr(_units.Unit, "_in_cache", lambda self: False)
+    monkeypatch.setattr(units.Unit, "_compile_here", lambda self: compiled.append(self.key))
+    monkeypatch.setattr(units.Unit, "_in_cache", lambda self: False)
     _claimed_by(uk.SUM, sleeper.pid)
-    _units.compile_in_worker([_units._spec(uk.SUM), _units._spec(uk.SCALE)])
+    units.compile_in_worker([units._spec(uk.SUM), units._spec(uk.SCALE)])
     assert compiled == [uk.SCALE.key]
-    assert _units._in_progress_marker(_units._spec(uk.SUM)).exists()     # the other's claim stays
-    assert not _units._in_progress_marker(_units._spec(uk.SCALE)).exists()
+    assert units._in_progress_marker(units._spec(uk.SUM)).exists()     # the other's claim stays
+    assert not units._in_progress_marker(units._spec(uk.SCALE)).exists()
 
 
 def test_waiting_for_an_entry_another_process_compiles_ends_when_its_claim_goes(monkeypatch, tmp_path, sleeper):
     import threading
-    monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
-    unit = _never_cached(monkeypatch, _units.Unit(uk.weighted_sum, uk.SUM.signature))
+    monkeypatch.setattr(units.compile_cache, "CACHE_DIR", tmp_path)
+    unit = _never_cached(monkeypatch, units.Unit(uk.weighted_sum, uk.SUM.signature))
     marker = _claimed_by(unit, sleeper.pid)
     threading.Timer(0.5, marker.unlink).start()     # the entry lands
     start = time.monotonic()
-    _units.obtain((unit,))
+    units.obtain((unit,))
     assert 0.4 < time.monotonic() - start < 30 and unit._ready()
 
 
 def test_a_process_started_while_an_earlier_ones_helper_runs_shares_the_work_and_nothing_compiles_twice(tmp_path):
     # `pqforge keygen` starts a helper and returns; `pqforge sign` right after must not compile
     # what the helper is compiling, and compiles what it has not taken yet
-    first = ("from pqforge import _units\n"
+    first = ("from pqforge.jit import units\n"
              "from tests import unit_kernels as uk\n"
-             "_units.cores = lambda: 2\n"
-             "_units.prefetch(later=(uk.SUM, uk.SCALE))\n")
+             "units.cores = lambda: 2\n"
+             "units.prefetch(later=(uk.SUM, uk.SCALE))\n")
     second = ("import json\n"
               "import numpy as np\n"
-              "from pqforge import _units\n"
+              "from pqforge.jit import units\n"
               "from tests import unit_kernels as uk\n"
               "spawned = []\n"
-              "_units.cores = lambda: 2\n"
-              "_units._start_helper = lambda specs: spawned.append(specs)\n"
-              "result = int(uk.scaled_sum(_units.addresses((uk.SUM, uk.SCALE)), np.arange(1, 6, dtype=np.int64), 2))\n"
+              "units.cores = lambda: 2\n"
+              "units._start_helper = lambda specs: spawned.append(specs)\n"
+              "result = int(uk.scaled_sum(units.addresses((uk.SUM, uk.SCALE)), np.arange(1, 6, dtype=np.int64), 2))\n"
               "print(json.dumps({'spawned': spawned, 'result': result}))\n")
     log = tmp_path / "log"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "UNIT_COMPILE_LOG": str(log)}
@@ -217,41 +217,41 @@ def test_while_waiting_for_an_entry_claimed_elsewhere_the_process_compiles_what_
                                                                                         sleeper):
     # signing waits for the kernel a helper compiles: it compiles verification's meanwhile
     import threading
-    monkeypatch.setattr(_units._compile_cache, "CACHE_DIR", tmp_path)
-    waited = _never_cached(monkeypatch, _units.Unit(uk.weighted_sum, uk.SUM.signature))
-    follows = _never_cached(monkeypatch, _units.Unit(uk.scale_into, uk.SCALE.signature))
-    taken = _never_cached(monkeypatch, _units.Unit(uk.weighted_sum, uk.SUM.signature))
+    monkeypatch.setattr(units.compile_cache, "CACHE_DIR", tmp_path)
+    waited = _never_cached(monkeypatch, units.Unit(uk.weighted_sum, uk.SUM.signature))
+    follows = _never_cached(monkeypatch, units.Unit(uk.scale_into, uk.SCALE.signature))
+    taken = _never_cached(monkeypatch, units.Unit(uk.weighted_sum, uk.SUM.signature))
     taken.key += "-taken"                               # another entry, claimed by another process too
     marker = _claimed_by(waited, sleeper.pid)
     _claimed_by(taken, sleeper.pid)
     threading.Timer(0.5, marker.unlink).start()       # the waited-for entry lands
-    _units.obtain((waited,), meanwhile=(taken, follows))
+    units.obtain((waited,), meanwhile=(taken, follows))
     assert waited._ready() and follows._ready() and not taken._ready()
-    assert not _units._in_progress_marker(_units._spec(follows)).exists()     # its claim released
+    assert not units._in_progress_marker(units._spec(follows)).exists()     # its claim released
 
 
 @pytest.fixture
 def sleeping_helpers(monkeypatch):
     """Helpers that sleep instead of compiling, started as ``prefetch`` starts them."""
-    monkeypatch.setattr(_units, "_WORKER", "import time; time.sleep(60)")
+    monkeypatch.setattr(units, "_WORKER", "import time; time.sleep(60)")
     yield
-    _units.stop_helpers()
+    units.stop_helpers()
 
 
 def test_running_helpers_are_listed_and_stopping_them_reaps_them_without_a_warning(sleeping_helpers):
     import gc
     import warnings
-    _units._start_helper([])
-    _units._start_helper([])
-    pids = _units.running_helpers()
-    assert len(pids) == 2 and all(_units._helpers[pid].poll() is None for pid in pids)
-    processes = [_units._helpers[pid] for pid in pids]
+    units._start_helper([])
+    units._start_helper([])
+    pids = units.running_helpers()
+    assert len(pids) == 2 and all(units._helpers[pid].poll() is None for pid in pids)
+    processes = [units._helpers[pid] for pid in pids]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _units.stop_helpers()
+        units.stop_helpers()
         del processes[:]
         gc.collect()
-    assert _units.running_helpers() == [] and _units._helpers == {}
+    assert units.running_helpers() == [] and units._helpers == {}
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)], [str(w.message) for w in caught]
     for pid in pids:
         with pytest.raises(ProcessLookupError):
@@ -259,21 +259,21 @@ def test_running_helpers_are_listed_and_stopping_them_reaps_them_without_a_warni
 
 
 def test_stopping_helpers_lets_them_finish_within_the_time_given(monkeypatch):
-    monkeypatch.setattr(_units, "_WORKER", "import time; time.sleep(0.3)")
-    _units._start_helper([])
-    helper, = _units._helpers.values()
-    _units.stop_helpers(timeout=30)
+    monkeypatch.setattr(units, "_WORKER", "import time; time.sleep(0.3)")
+    units._start_helper([])
+    helper, = units._helpers.values()
+    units.stop_helpers(timeout=30)
     assert helper.returncode == 0           # finished on its own, not terminated
 
 
 _LEFT_RUNNING = """
 import os
-from pqforge import _units
+from pqforge.jit import units
 
 def test_leaves_a_helper_running():
-    _units._WORKER = "import time; time.sleep(60)"
-    _units._start_helper([])
-    pid, = _units.running_helpers()
+    units._WORKER = "import time; time.sleep(60)"
+    units._start_helper([])
+    pid, = units.running_helpers()
     with open(os.environ["HELPER_PID_FILE"], "w") as f:
         f.write(str(pid))
 """

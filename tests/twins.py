@@ -6,15 +6,18 @@ namespaces temporarily replaced by its own ``py_func``, so no compiled code is i
 """
 
 import contextlib
+import importlib
+import pkgutil
 
 from numba.core.registry import CPUDispatcher
 
 from pqforge.gf16 import gfni, shuffle
 from pqforge.gf16 import kernels as gf16_kernels
-from pqforge.mayo import gfni_kernels
 from pqforge.mayo import kernels as mayo_kernels
 
-MODULES = (gf16_kernels, mayo_kernels, gfni, shuffle, gfni_kernels)
+MODULES = (gf16_kernels, gfni, shuffle, mayo_kernels,
+           *(importlib.import_module(f"{mayo_kernels.__name__}.{m.name}") for m in pkgutil.iter_modules(mayo_kernels.__path__)
+             if m.name != "batch"))
 
 
 @contextlib.contextmanager

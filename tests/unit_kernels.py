@@ -1,4 +1,4 @@
-"""Two tiny kernels as units, for the tests of ``pqforge._units``. With ``UNIT_COMPILE_LOG`` set
+"""Two tiny kernels as units, for the tests of ``pqforge.jit.units``. With ``UNIT_COMPILE_LOG`` set
 in the environment, every process that imports this module (a test's, or a helper looking for
 the units) appends "pid key" to that file for each unit it compiles (not for those it loads
 from the cache)."""
@@ -9,7 +9,7 @@ import numba as nb
 import numpy as np
 from numba import types
 
-from pqforge._units import Unit
+from pqforge.jit.units import Unit
 
 _i64 = types.Array(types.int64, 1, "C")
 

@@ -10,7 +10,7 @@ for the whole process (key expansion gets faster); the command line and the serv
 they start, and a library user who wants it calls it.
 """
 
-from . import _compile_cache  # noqa: F401  (first: the numba cache directory, before any kernel)
+from .jit import cache as _cache  # noqa: F401  (first: the numba cache directory, before any kernel)
 from .errors import (BackendUnavailable, DeviceOutOfMemory, InvalidInput, InvalidKey, InvalidSignature, InvalidType,
                      PQForgeError, UnknownAlgorithm)
 

@@ -43,7 +43,7 @@ def progress_bar(total: int | None, label: str, unit: str = "it") -> Any:
     without a total, a running count (in thousands, millions). With a total, the rate and the
     time left are measured from the end of the first step on ('?' until a later step is done):
     a first step may compile kernels for seconds where the others take milliseconds. A compile
-    notice printed meanwhile goes above the bar (``_compile_cache._say``)."""
+    notice printed meanwhile goes above the bar (``jit.cache._say``)."""
     from tqdm import tqdm
 
     class AfterFirstStep(tqdm):      # type: ignore[misc]
@@ -333,20 +333,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_precompile(args: argparse.Namespace) -> int:
     """Compile (and cache) the kernels of every algorithm, or of those named, by running each
     of its paths once (e.g. in a container build)."""
-    from . import _compile_cache
+    from .jit import cache
     algs = [algorithms.get(name) for name in (args.alg or algorithms.names())]
-    _compile_cache.NOTICES = False              # the bar says what is being compiled
+    cache.NOTICES = False              # the bar says what is being compiled
     bar = progress_bar(len(algs), "compiling")
     for alg in algs:
         bar.set_postfix_str(alg.name)
         alg.warm_up()
         bar.update(1)
     bar.close()
-    units = sys.modules.get("pqforge._units")
+    units = sys.modules.get("pqforge.jit.units")
     if units is not None:       # every path has run: a helper still running finishes what it took
         units.stop_helpers(timeout=units.WORKER_SECONDS)
     print(f"compiled {len(algs)} algorithm{'s' * (len(algs) > 1)}; cache: "
-          f"{_compile_cache.CACHE_DIR or 'none (not writable)'}")
+          f"{cache.CACHE_DIR or 'none (not writable)'}")
     return 0
 
 
@@ -432,9 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _mention_helpers() -> None:
-    """One line on stderr when compile helpers (``pqforge._units``) started by this command are
+    """One line on stderr when compile helpers (``pqforge.jit.units``) started by this command are
     still running: they go on, at low priority, after the command has returned."""
-    units = sys.modules.get("pqforge._units")      # (imported only where something was compiled)
+    units = sys.modules.get("pqforge.jit.units")      # (imported only where something was compiled)
     pids = units.running_helpers() if units is not None else []
     if not pids:
         return

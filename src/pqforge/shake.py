@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ._compile_cache import JIT_CACHE
+from .jit.cache import JIT_CACHE
 
 RATE = 136  # SHAKE256: 1088-bit rate
 

@@ -34,32 +34,37 @@ def _unclassified(modules, classified) -> list[str]:
 
 
 def test_every_secret_kernel_is_registered_for_the_trace_check():
-    from pqforge.gf16 import kernels as gk
+    import importlib
+    import pkgutil
+
     from pqforge import shake
-    from pqforge.mayo import batch_kernels as bk
+    from pqforge.gf16 import gfni, sets, shuffle
+    from pqforge.gf16 import kernels as gk
     from pqforge.mayo import kernels as mk
+    from pqforge.mayo.kernels import batch as bk
+    from pqforge.mayo.kernels import encoded as gn
+    from pqforge.mayo.kernels import layout, products, solve, verify, whipping
     covered = {t.func for t in KERNELS}
     # public data and sizes; named without a fallback, so that a renamed kernel fails here
-    public_only = {getattr(mk, n) for n in ("packed_row_starts", "place_rows",
-                                            "evaluate_public", "evaluate_public_sized", "_evaluate_any_size",
-                                            "public_pairs", "public_pairs_nibbles", "_public_pairs_any",
-                                            "_public_pairs_checked", "_public_pairs", "_drain_buckets",
-                                            "_times_x", "_nibbles_times_x", "_aligned_zeros", "slots_to_bitsliced",
-                                            "equals_nibbles", "verify_sized", "encode_nibbles_into")}
-    inner = {getattr(mk, n) for n in ("_entry", "_lowest_bit", "_gt_bit", "_bit_masks", "bitslice_into",
-                                      "_shift_xor", "whip_bitsliced", "_transpose64",
-                                      "sample_solution_bitsliced", "whip_and_solve", "_planes_times_x",
-                                      "_combine", "_mul_transposed_core", "_echelon_form", "_row_update")}
+    public_only = {getattr(products, n) for n in ("packed_row_starts", "place_rows")}
+    public_only |= {getattr(verify, n) for n in ("evaluate_public", "evaluate_public_sized", "_evaluate_any_size",
+                                                 "public_pairs", "public_pairs_nibbles", "_public_pairs_any",
+                                                 "_public_pairs_checked", "_public_pairs", "_drain_buckets",
+                                                 "_times_x", "_nibbles_times_x", "_aligned_zeros", "verify_sized")}
+    public_only |= {getattr(layout, n) for n in ("slots_to_bitsliced", "equals_nibbles", "encode_nibbles_into")}
+    inner = {getattr(solve, n) for n in ("_entry", "_lowest_bit", "_gt_bit", "_transpose64", "sample_solution_bitsliced",
+                                         "_echelon_form", "_row_update")}
+    inner |= {getattr(products, n) for n in ("_bit_masks", "_combine", "_mul_transposed_core")}
+    inner |= {layout.bitslice_into, whipping._shift_xor, whipping.whip_bitsliced, mk.whip_and_solve, gk.planes_times_x}
     # the batch loops: public-data verification, and compositions of registered kernels
     public_only |= {bk.verdict, bk._equal, bk._element_scratch, bk.verify_chunk, bk.verify_chunk_encoded,
                     bk.verify_fresh_keys, bk.verify_fresh_keys_encoded, bk._element_inputs, bk._target,
                     bk.targets, shake.shake256_rows}
     inner |= {bk.sign_chunk, bk.sign_chunk_encoded, bk.sign_fresh_keys, bk.sign_fresh_keys_encoded,
               bk.public_keys_chunk, bk.public_keys_chunk_encoded, shake.keccak_f1600}
-    modules = [gk, mk, bk, shake]
-    from pqforge.gf16 import gfni, sets, shuffle
+    modules = [gk, shake, *(importlib.import_module(f"{mk.__name__}.{m.name}") for m in pkgutil.iter_modules(mk.__path__)
+                            if m.name != "encoded")]
     if len(sets.runnable()) > 1:     # the encoded sets' targets exist only where they compile
-        from pqforge.mayo import gfni_kernels as gn
         modules += [gfni, shuffle, gn]
         inner |= {gfni._times_x, gfni.scalar_matrix, shuffle._times_x, shuffle._table_words, gn._add_p1_times_oil,
                   gn.quadratic_pairs, gn.oil_forms, gfni.row_scratch}

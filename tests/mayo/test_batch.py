@@ -10,7 +10,8 @@ from pqforge import kat, mayo
 from pqforge.drbg import NistCtrDrbg
 from pqforge.errors import BackendUnavailable, InvalidInput, InvalidKey, InvalidType
 from pqforge.engine import backends, pool
-from pqforge.mayo import batch, batch_cpu, batch_kernels
+from pqforge.mayo import batch, batch_cpu
+from pqforge.mayo.kernels import batch as batch_kernels
 
 from ..known_answers import MAYO_FILES as FILES, mayo_entries
 from .conftest import RUNNABLE, use_kernel_set

@@ -11,7 +11,7 @@ import pytest
 from pqforge import kat
 from pqforge.gf16 import encode_nibbles, gfni, sets, shuffle
 from pqforge.mayo import ALGORITHMS
-from pqforge.mayo import gfni_kernels as gn
+from pqforge.mayo.kernels import encoded as gn
 
 from ..known_answers import MAYO_FILES, mayo_entries
 from ..twins import pure

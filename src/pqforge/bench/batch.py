@@ -30,7 +30,7 @@ import numba as nb
 import numpy as np
 
 from . import machine
-from .._compile_cache import JIT_CACHE
+from ..jit.cache import JIT_CACHE
 
 
 # -- the machine's rate for word operations ------------------------------------------------------

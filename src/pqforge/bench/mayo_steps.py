@@ -17,7 +17,8 @@ import numpy as np
 
 from ..gf16 import decode_nibbles, sets
 from ..gf16.kernels import bitslice_stream
-from ..mayo import gfni_kernels, kernels, scheme
+from ..mayo import kernels, scheme
+from ..mayo.kernels import encoded
 from ..mayo.params import MayoParams
 from ..symmetric import shake256
 
@@ -83,13 +84,13 @@ def steps(p: MayoParams) -> dict:
         limbs, forms = p.zero_limbs, sets.FORMS
         pk_out = np.zeros(p.P3_bytes, np.uint8)
         out.update({
-            "encoded: keygen products": _cpu_us(lambda: gfni_kernels.public_key_from_slots(
+            "encoded: keygen products": _cpu_us(lambda: encoded.public_key_from_slots(
                 slots.copy(), np.frombuffer(o_bytes, np.uint8), v, o, limbs, forms, pk_out)),
-            "encoded: expansion products": _cpu_us(lambda: gfni_kernels.expand_secret_slots(slots.copy(), O, limbs,
+            "encoded: expansion products": _cpu_us(lambda: encoded.expand_secret_slots(slots.copy(), O, limbs,
                                                                                              forms)),
-            "encoded: sign v^T L, v^T P1 v": _cpu_us(lambda: gfni_kernels.sign_products(
+            "encoded: sign v^T L, v^T P1 v": _cpu_us(lambda: encoded.sign_products(
                 V, esk.slots, o, limbs, forms, np.zeros(k * o * W, np.uint64), np.zeros(k * k * W, np.uint64))),
-            "encoded: verify P*(s)": _cpu_us(lambda: gfni_kernels.evaluate_public(
+            "encoded: verify P*(s)": _cpu_us(lambda: encoded.evaluate_public(
                 s, epk.encoded, v, limbs, forms, f_tail, np.zeros(m, np.uint8), kernels.verify_units())),
         })
     return out

@@ -48,7 +48,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .._units import cores
+from ..jit.units import cores
 from ..errors import InvalidInput
 from .target import Target
 
@@ -348,7 +348,7 @@ def _compiled_symbols() -> list[list]:
 
 
 def demangle(symbol: str) -> str:
-    """``pqforge.mayo.kernels._echelon_form`` from numba's mangled name (the rest dropped)."""
+    """``pqforge.mayo.kernels.solve._echelon_form`` from numba's mangled name (the rest dropped)."""
     body = symbol[len("cfunc."):] if symbol.startswith("cfunc.") else symbol
     if not body.startswith("_ZN"):
         return symbol

@@ -118,6 +118,7 @@ def _gf16_targets():
 
 def _mayo_kernel_targets():
     from ..mayo import kernels as mk
+    from ..mayo.kernels import whipping
     algs = dict(algs=MAYO_ALGS, params_for=_mayo_params)
 
     def packed(rng, p, size):              # an upper-triangular m-vector matrix, packed by rows
@@ -242,7 +243,7 @@ def _mayo_kernel_targets():
                "L = (P1 + P1^T) O + P2 (O secret)", _k(mk, "expand_secret_from_stream"), expand_secret,
                secret_args=("O",), **algs),
         Target("mayo-reduce-mod-f", "reduction modulo f(z) inside whipping (coefficients secret)",
-               _k(mk, "_reduce_mod_f"), reduce, secret_args=("ext",), **algs),
+               _k(whipping, "_reduce_mod_f"), reduce, secret_args=("ext",), **algs),
         Target("mayo-whip", "combining the k(k+1)/2 evaluations with powers of z (U, M, y, A secret)",
                _k(mk, "whip"), whip, secret_args=("U", "M", "y", "A"), **algs),
         Target("mayo-sample-solution", "solution sampling: echelon form and back substitution of "
@@ -266,7 +267,7 @@ def _mayo_kernel_targets():
 def _mayo_encoded_targets():
     """For each encoded kernel set this CPU runs (their compiled kernels exist nowhere else)."""
     from ..gf16 import gfni, sets, shuffle
-    from ..mayo import gfni_kernels as gn
+    from ..mayo.kernels import encoded as gn
     from ..mayo.kernels import units
     algs = dict(algs=MAYO_ALGS, params_for=_mayo_params)
 
@@ -323,7 +324,7 @@ def _mayo_encoded_targets():
 
 def _batch_hash_targets():
     from .. import shake
-    from ..mayo import batch_kernels as bk
+    from ..mayo.kernels import batch as bk
     algs = dict(algs=MAYO_ALGS, params_for=_mayo_params)
     count = 3
 

@@ -75,7 +75,7 @@ class TwinBuilder:
 
     def twin(self, fn) -> Callable:
         unit = getattr(fn, "unit", None)
-        if unit is not None:            # a call through a separately compiled unit (``pqforge._units``)
+        if unit is not None:            # a call through a separately compiled unit (``pqforge.jit.units``)
             kernel = self.twin(unit.kernel)
             return lambda address, *args: kernel(*args)
         base = fn.py_func if _is_compiled(fn) else fn

@@ -26,7 +26,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
-from .._compile_cache import JIT_CACHE
+from ..jit.cache import JIT_CACHE
 from .blocks import Codegen, arrays_ok
 from .shuffle import accumulate_pairs, flush_pairs, pair_tables
 

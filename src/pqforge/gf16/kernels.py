@@ -14,7 +14,7 @@ from numba.core import types
 from numba.extending import intrinsic, overload
 
 from .._barrier import opaque
-from .._compile_cache import JIT_CACHE
+from ..jit.cache import JIT_CACHE
 
 _INLINE = dict(cache=JIT_CACHE, nogil=True, inline="always")
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -138,6 +138,13 @@ def nonzero_mask(v):
 def bit_mask(s, t):
     """All-ones (as uint64) when bit ``t`` of ``s`` is set, else 0. ``s`` may be secret."""
     return value_barrier(_ONES * np.uint64((np.int64(s) >> t) & 1))
+
+
+@nb.njit(**_INLINE)
+def planes_times_x(b0, b1, b2, b3):
+    """x times a bitsliced limb given as its four plane words: (b3, b0 ^ b3, b1, b2), because
+    x * x^3 = x^4 = x + 1. Shifts nothing, so secret-safe."""
+    return b3, b0 ^ b3, b1, b2
 
 
 @nb.njit(**_INLINE)

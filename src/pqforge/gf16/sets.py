@@ -6,7 +6,7 @@
   x86-64 CPU with AVX2;
 - ``portable``: bit-plane kernels (``gf16.kernels``), on any CPU.
 
-The two encoded sets share every MAYO kernel (``mayo.gfni_kernels``): they differ only in a
+The two encoded sets share every MAYO kernel (``mayo.kernels.encoded``): they differ only in a
 scalar's *form* (a bit matrix or a pair of shuffle tables), and a kernel learns which from the
 type of the forms array it is given (``FORMS``), so numba compiles and caches each set's code
 apart. Callers ask ``ENCODED`` and pass ``FORMS``; nothing else asks which set runs.

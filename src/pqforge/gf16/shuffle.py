@@ -24,7 +24,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
-from .._compile_cache import JIT_CACHE
+from ..jit.cache import JIT_CACHE
 from .blocks import Codegen, arrays_ok
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)

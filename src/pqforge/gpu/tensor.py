@@ -36,7 +36,7 @@ import numba as nb
 import numpy as np
 
 from ..gf16 import unbitslice
-from .._compile_cache import JIT_CACHE
+from ..jit.cache import JIT_CACHE
 from ..engine import pool
 from ..engine.backends import OneKeyBackend, array_module, device_memory
 from ..mayo import batch_data, kernels, scheme

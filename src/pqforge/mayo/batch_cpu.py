@@ -15,7 +15,8 @@ from ..engine import pool
 from ..engine.backends import SignatureBackend
 from ..gf16 import sets
 from ..symmetric import aes128_ctr_into
-from . import batch_data, batch_kernels, kernels, scheme
+from . import batch_data, kernels, scheme
+from .kernels import batch as batch_kernels
 from ._checks import expanded_public, expanded_secret
 from .params import MayoParams
 

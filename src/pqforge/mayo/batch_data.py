@@ -11,7 +11,8 @@ import numpy as np
 
 from ..errors import InvalidKey
 from ..gf16.kernels import stream_words
-from . import batch_kernels, scheme
+from . import scheme
+from .kernels import batch as batch_kernels
 from .params import MayoParams
 
 

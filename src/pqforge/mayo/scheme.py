@@ -1,11 +1,11 @@
 """MAYO at the level of the specification (NIST Round 2): keygen, expansion, sign, verify.
 
 The steps follow the specification's algorithms line by line; matrix products and the linear
-solve run in compiled kernels (``kernels.py``). Byte strings are decoded once into the internal
+solve run in compiled kernels (``mayo.kernels``). Byte strings are decoded once into the internal
 form (bitsliced m-vectors, GF(16) element arrays) and encoded once on the way out; the expanded
 public key keeps its encoding (see ``ExpandedPublicKey``). With an encoded kernel set (GFNI or
 AVX2 byte shuffles, ``gf16.sets``) the products of key generation, expansion, signing and
-verification run on the encoding itself (``gfni_kernels.py``): the keys are never decoded, only
+verification run on the encoding itself (``encoded.py``): the keys are never decoded, only
 each signing attempt's small products go to bit planes for the whipping and the solver.
 """
 
@@ -13,100 +13,20 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
-from numba import types
 
-from .._compile_cache import Operation, compiling
-from .._units import Ahead, obtain, prefetch
 from ..errors import InvalidKey
 from ..gf16 import encode_nibbles, sets, unbitslice
 from ..gf16.kernels import bitslice_nibble_rows, stream_words
 from ..symmetric import aes128_ctr, aes128_ctr_into, aes128_ctr_scratch, shake256
-from . import gfni_kernels, kernels
+from . import kernels
+from .kernels import encoded as encoded_set
+from .kernels.ahead import compiling
 from .params import MayoParams
 
 NO_FULL_RANK = ("the secret key is malformed: signing found no full-rank system in 256 attempts "
                 "(for a key made by MAYO key generation the chance is below 2^-256)")
-
-COMPILE_SECONDS = {
-    "portable": {"keygen": 9, "secret-key expansion": 2, "sign": 10, "verify": 8, "verify (bit planes)": 8},
-    "gfni": {"keygen": 4, "secret-key expansion": 1, "sign": 12, "verify": 5, "verify (bit planes)": 5},
-    "avx2": {"keygen": 4, "secret-key expansion": 1, "sign": 12, "verify": 5, "verify (bit planes)": 5},
-}
-"""Rough first-compile time of each path with each kernel set on a 2-core x86-64 machine, for the
-notice (a helper process compiles signing's and verification's kernels from the first notice on)."""
-
-
-# The kernels that signing and verification call from here, with the argument types of those
-# calls, for each kernel set and vector size (1, 2 or 3 limbs): a first use has them compiled in
-# a helper process beside this one (``pqforge._units``).
-_u8 = {d: types.Array(types.uint8, d, "C") for d in (1, 2)}
-_u64 = {d: types.Array(types.uint64, d, "C") for d in (1, 2, 3)}
-_int, _tail = types.int64, types.Array(types.int64, 1, "C")
-_bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
-_addresses = types.UniTuple(types.int64, 2)
-_LIMBS = (1, 2, 3)
-_FORMS = {"gfni": _u64[1], "avx2": _u64[2]}      # the type of ``sets.FORMS``
-SIGN_ATTEMPT = {
-    **{name: tuple(Ahead(gfni_kernels.sign_attempt, (_u8[2], _u8[1], _u64[1], _int, _u8[1], _tail,
-                                                     types.UniTuple(_int, limbs), forms, _u8[1], _addresses))
-                   for limbs in _LIMBS) for name, forms in _FORMS.items()},
-    "portable": (Ahead(kernels.sign_attempt, (_u8[2], _u8[1], _u64[2], _u64[3], _u8[1], _tail, _u8[1], _addresses)),) * 3,
-}
-ASSEMBLE = Ahead(kernels.assemble_signature, (_u8[2], _u8[2], _u8[1], _int, _u8[1]))
-_hash = types.Array(types.uint8, 1, "C", readonly=True)          # np.frombuffer of a digest
-NIBBLES = (Ahead(kernels.decode_nibbles_into, (_hash, _u8[2])), Ahead(kernels.decode_nibbles_into, (_hash, _u8[1])),
-           Ahead(kernels.encode_nibbles_into, (_u8[1], _u8[1])))
-"""Signing's byte boundary: the target, the vinegar bytes and the signature's encoding."""
-VERIFY = {
-    **{name: tuple(Ahead(gfni_kernels.verify, (_bytes, _bytes, _u8[1], _int, _int, _int, types.UniTuple(_int, limbs),
-                                               forms, _tail, _addresses)) for limbs in _LIMBS)
-       for name, forms in _FORMS.items()},
-    "portable": tuple(Ahead(kernels.verify_sized, (_bytes, _bytes, _u64[2], _int, _int, types.UniTuple(_int, limbs),
-                                                   types.UniTuple(_int, 1), _tail, _addresses)) for limbs in _LIMBS),
-}
-"""Verification's kernel for a key's encoding (the bit-plane form comes after ``BITSLICED_AFTER``
-verifications with one key, with its own notice)."""
-
-
-def _signing(p: MayoParams) -> tuple:
-    """Signing's kernels for p, the largest first (the solver, the whip: ``kernels.units()``)."""
-    return kernels.SOLVE, kernels.WHIP, SIGN_ATTEMPT[sets.NAME][p.limbs - 1], ASSEMBLE, *NIBBLES
-
-
-def _verifying(p: MayoParams) -> tuple:
-    return kernels.WHIP, VERIFY[sets.NAME][p.limbs - 1]
-
-
-def _prepare(path: str) -> Callable[[MayoParams], None]:
-    """With a first notice: signing and verification share their kernels with a helper process
-    (signing, while it waits for the helper, compiles verification's); after key generation or
-    expansion the helper compiles theirs at low priority (signing and verification usually
-    follow, and the helper goes on after a command has returned)."""
-    def prepare(p: MayoParams) -> None:
-        if path == "sign":
-            prefetch(_signing(p), later=_verifying(p))
-            obtain(_signing(p), meanwhile=_verifying(p))
-        elif path == "verify":
-            prefetch(_verifying(p), later=_signing(p))
-            obtain(_verifying(p))
-        elif path in ("keygen", "secret-key expansion"):
-            prefetch(later=_signing(p) + _verifying(p))
-    return prepare
-
-
-def _compiling(path: str) -> Callable[[Operation], Operation]:
-    """The first-compile notice for ``path``: its kernels serve every parameter set, except
-    verification's, which are compiled per vector size (``kernels.evaluate_public_sized``), and
-    all encoded kernels, also compiled per size."""
-    def marker(p: MayoParams) -> str:
-        sized = path.startswith("verify") or (sets.ENCODED and path in ("keygen", "secret-key expansion", "sign"))
-        return f"mayo {path} {sets.NAME}" + (f" {p.limbs} limbs" if sized else "")
-    return compiling(path, COMPILE_SECONDS[sets.NAME][path], marker,
-                     prefetch=_prepare(path))
-
 
 # -- decoding and encoding at the byte boundary --------------------------------------------------
 
@@ -238,14 +158,14 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
     return public_key_from_seed(params, seed_sk), seed_sk
 
 
-@_compiling("keygen")
+@compiling("keygen")
 def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     seed_pk, o_bytes = seed_expansion(params, seed_sk)
     encoded = np.empty(params.P3_bytes, np.uint8)
     if sets.ENCODED:                 # O's elements straight from its encoding, inside the kernel
-        gfni_kernels.public_key_from_slots(public_slots(params, seed_pk), np.frombuffer(o_bytes, np.uint8),
-                                           params.v, params.o, params.zero_limbs, sets.FORMS, encoded)
+        encoded_set.public_key_from_slots(public_slots(params, seed_pk), np.frombuffer(o_bytes, np.uint8),
+                                               params.v, params.o, params.zero_limbs, sets.FORMS, encoded)
     else:
         kernels.public_key_from_stream(public_stream(params, seed_pk), decode_oil(params, o_bytes), params.m, encoded)
     return seed_pk + encoded.tobytes()
@@ -263,7 +183,7 @@ def public_stream(params: MayoParams, seed_pk: bytes, out: np.ndarray | None = N
 
 
 def public_slots(params: MayoParams, seed_pk: bytes) -> np.ndarray:
-    """P1 || P2 from the keystream AES-128-CTR(seed_pk) as ``gfni_kernels`` read them: each
+    """P1 || P2 from the keystream AES-128-CTR(seed_pk) as the encoded kernels read them: each
     m-vector's m/2 bytes at the start of a W-word slot, one flat uint64 array."""
     count = params.v * (params.v + 1) // 2 + params.v * params.o
     W, mb = params.words, params.m_bytes
@@ -278,14 +198,14 @@ def public_slots(params: MayoParams, seed_pk: bytes) -> np.ndarray:
     return slots.reshape(count * W)
 
 
-@_compiling("secret-key expansion")
+@compiling("secret-key expansion")
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     seed_pk, o_bytes = seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
     v, o = params.v, params.o
     if sets.ENCODED:                 # L = (P1 + P1^T) O + P2 on the encoding, kept there
         slots = public_slots(params, seed_pk)
-        gfni_kernels.expand_secret_slots(slots, O, params.zero_limbs, sets.FORMS)
+        encoded_set.expand_secret_slots(slots, O, params.zero_limbs, sets.FORMS)
         return ExpandedSecretKey(csk, O, slots=slots)
     P1L = np.empty((v * (v + 1) // 2 + v * o, params.words), np.uint64)
     kernels.expand_secret_from_stream(public_stream(params, seed_pk), O, params.m, P1L)
@@ -360,7 +280,7 @@ def _target(params: MayoParams, digest: bytes, salt: bytes) -> np.ndarray:
     return t
 
 
-@_compiling("sign")
+@compiling("sign")
 def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     """The signature encode(s) || salt of ``msg`` (the specification's MAYO.Sign)."""
     k, o, v = params.k, params.o, params.v
@@ -380,8 +300,8 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
         V = np.ascontiguousarray(vinegar[:, :v])                  # no copy when v fills the bytes
         # M_i = v_i^T L, U[i, j] = v_i^T P1 v_j, A and y = t - sum z^ell u whipped, A x = y solved
         if sets.ENCODED and esk.slots is not None:
-            full_rank = gfni_kernels.sign_attempt(V, r, esk.slots, o, t, f_tail, params.zero_limbs, sets.FORMS, x,
-                                                  units)
+            full_rank = encoded_set.sign_attempt(V, r, esk.slots, o, t, f_tail, params.zero_limbs, sets.FORMS, x,
+                                                      units)
         else:
             full_rank = kernels.sign_attempt(V, r, esk.P1, esk.L, t, f_tail, x, units)
         if full_rank:
@@ -408,19 +328,19 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
 # P*(s) = t, from the signature's and t's bytes in one compiled call each, compiled for the
 # parameter set's vector size and the key's form only (with an encoded set always from the encoding)
 
-@_compiling("verify")
+@compiling("verify")
 def _verify_on_encoding(params: MayoParams, sig, t, epk) -> bool:
-    return bool(gfni_kernels.verify(sig, t, epk, params.k, params.n, params.v, params.zero_limbs, sets.FORMS,
+    return bool(encoded_set.verify(sig, t, epk, params.k, params.n, params.v, params.zero_limbs, sets.FORMS,
                                     params.f_tail_array, kernels.verify_units()))
 
 
-@_compiling("verify")
+@compiling("verify")
 def _verify_encoded(params: MayoParams, sig, t, P) -> bool:
     return bool(kernels.verify_sized(sig, t, P, params.k, params.n, params.zero_limbs, (0,), params.f_tail_array,
                                      kernels.verify_units()))
 
 
-@_compiling("verify (bit planes)")
+@compiling("verify (bit planes)")
 def _verify_bitsliced(params: MayoParams, sig, t, P) -> bool:
     return bool(kernels.verify_sized(sig, t, P, params.k, params.n, params.zero_limbs, (), params.f_tail_array,
                                      kernels.verify_units()))

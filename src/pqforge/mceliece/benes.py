@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 from .._barrier import opaque
-from .._compile_cache import JIT_CACHE
+from ..jit.cache import JIT_CACHE
 
 
 @njit(cache=JIT_CACHE, inline="always")

@@ -1,6 +1,6 @@
 """Decapsulation's decoding core: Goppa syndrome (transposed additive FFT), Berlekamp-Massey, root
 finding (additive FFT), the re-encryption check and the implicit-rejection select, in one
-compiled pass. Its five large steps are units (``pqforge._units``), compiled on their own and
+compiled pass. Its five large steps are units (``pqforge.jit.units``), compiled on their own and
 side by side on a first use, and called through their addresses (``units()``).
 """
 
@@ -14,8 +14,8 @@ from .fft import fft_coefficients, fft_evaluate, fft_transposed
 from .gf import berlekamp_massey, gf_inv, gf_scale, secret_mask, vec_inv, vec_square
 from .matrix import load_le64
 from .._barrier import declassify
-from .._compile_cache import JIT_CACHE
-from .._units import Unit, addresses
+from ..jit.cache import JIT_CACHE
+from ..jit.units import Unit, addresses
 
 
 @njit(cache=JIT_CACHE)

@@ -24,7 +24,7 @@ from numba.extending import intrinsic, overload
 
 from .gf import (BLOCK, PlaneBlocks, bit_mask, gf_inv, gf_mul, mul_block, parity64,
                  planes_intrinsic_args, vec_from_scalars, vec_mul)
-from .._compile_cache import JIT_CACHE
+from ..jit.cache import JIT_CACHE
 
 
 @njit(cache=JIT_CACHE)

@@ -21,7 +21,7 @@ from numba import njit, types
 from numba.extending import intrinsic, overload
 
 from .._barrier import declassify, emit_opaque, opaque
-from .._compile_cache import JIT_CACHE
+from ..jit.cache import JIT_CACHE
 
 
 def secret_mask(x):

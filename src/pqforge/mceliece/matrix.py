@@ -12,7 +12,7 @@ from numba import njit, types
 from numba.extending import intrinsic, overload
 
 from .gf import bit_mask, secret_mask, vec_eval_table, vec_inv, vec_mul_table, vec_times_z_table
-from .._compile_cache import JIT_CACHE
+from ..jit.cache import JIT_CACHE
 
 
 @njit(cache=JIT_CACHE)

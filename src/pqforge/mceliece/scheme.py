@@ -13,17 +13,14 @@ import hashlib
 import os
 import sys
 from functools import lru_cache
-from typing import Callable
 
 import numpy as np
-from numba import types
 
-from .._compile_cache import Operation, compiling
-from .._units import Ahead, obtain, prefetch
 from ..errors import InvalidInput, InvalidKey, require_bytes
 from ..symmetric import shake256
 from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
 from . import decode
+from .ahead import compiling
 from .decode import decap_preimage_bytes, goppa_encoding_ok, pivot_field_ok
 from .fft import fft_constants, fft_size
 from .gf import field_poly, genpoly, vec_from_scalars, vec_mul, vec_square
@@ -32,69 +29,6 @@ from .matrix import (encap_preimage, eliminate_rows, fixed_weight_indices, move_
 from .params import Params
 
 _ALL_PIVOTS = 0xFFFFFFFF     # c for the plain sets: the first mt columns are the pivots
-
-COMPILE_SECONDS = {"keygen": 7, "public key": 6, "encapsulation": 2, "decapsulation": 10}
-"""Rough first-compile time of each path on a 2-core x86-64 machine, for the notice."""
-
-
-# The kernels that key generation and encapsulation call, with the argument types of those calls:
-# a first use compiles them in other processes, side by side (``pqforge._units``).
-_i64 = {d: types.Array(types.int64, d, "C") for d in (1, 2, 3)}
-_i64_ro, _u8 = types.Array(types.int64, 1, "C", readonly=True), types.Array(types.uint8, 1, "C")
-_int = types.int64
-KEYGEN = (
-    Ahead(parity_check_matrix, (_i64[1], _i64[2], _int, _int, _int, _i64_ro)),
-    Ahead(control_bits, (_i64[1], _int)),
-    Ahead(genpoly, (_i64[1], _int, _int, _i64[1], types.boolean)),
-    Ahead(move_pivot_columns, (_i64[2], _i64[1], _int)),
-    Ahead(sort_network, (_i64[1],)),
-    Ahead(eliminate_rows, (_i64[2], _int, _int, _int)),
-    Ahead(vec_from_scalars, (_i64[1], _int, _int)),
-    Ahead(pack_public_key, (_i64[2], _int, _int, _int, _u8)),
-)
-"""Key generation's kernels, the longest to compile first (so that the processes sharing them
-finish together)."""
-_bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
-ENCAPSULATION = (Ahead(encap_preimage, (_bytes, _bytes, _int, _int, _int, _int, _int)),)
-DECODING = (decode.POWER_SUMS, decode.MONIC, decode.LOCATOR,
-            Ahead(decap_preimage_bytes, (_bytes, _bytes, _int, _int, _int, types.boolean, _int, _i64_ro, *[_i64[3]] * 3, _i64[2],
-                                         *[_i64[3]] * 3, types.UniTuple(_int, len(decode.UNITS)))),
-            decode.BENES, decode.INVERSE_SQUARE,
-            Ahead(vec_square, (_i64[2], _i64[2], _int, _i64_ro)), Ahead(bitrev_planes, (_int,)),
-            Ahead(vec_mul, (_i64[2], _i64[2], _i64[2], _int, _i64_ro)))
-"""Decapsulation's kernels, the longest to compile first (``vec_mul`` serves the sets whose t is
-not a power of two)."""
-
-
-def _called(p: Params, items: tuple) -> tuple:
-    """The entries of ``items`` that parameter set p's operations call (moving pivot columns is
-    for the 'f' sets only)."""
-    return tuple(item for item in items if p.semi_systematic or item.kernel is not move_pivot_columns)
-
-
-def _prepare(path: str) -> Callable[[Params], None]:
-    """With a first notice: this process and a helper share the path's kernels; the helper goes
-    on, at low priority, with those of the operations that usually follow (after key generation
-    decapsulation's, then encapsulation's, which is short: the next operation compiles it here
-    while the helper works on decapsulation's)."""
-    def prepare(p: Params) -> None:
-        keygen, decoding = _called(p, KEYGEN), _called(p, DECODING)
-        if path == "keygen":
-            prefetch(keygen, later=decoding + ENCAPSULATION)
-            obtain(keygen)
-        elif path == "encapsulation":
-            prefetch(ENCAPSULATION, later=decoding)
-            obtain(ENCAPSULATION)
-        elif path == "decapsulation":
-            prefetch(decoding)
-            obtain(decoding)
-    return prepare
-
-
-def _compiling(path: str) -> Callable[[Operation], Operation]:
-    """The first-compile notice for ``path``, whose kernels serve every parameter set."""
-    return compiling(path, COMPILE_SECONDS[path], lambda p: f"mceliece {path}", prefetch=_prepare(path))
-
 
 # byte strings are viewed as little-endian 64-bit words throughout
 if sys.byteorder != "little":
@@ -173,7 +107,7 @@ def _systematic(p: Params, g: np.ndarray, perm: np.ndarray):
     return _pack(p, mat), pi, pivots
 
 
-@_compiling("keygen")
+@compiling("keygen")
 def keypair(p: Params, rng=None) -> tuple[bytes, bytes]:
     """(public key, private key) bytes. Draws the 32-byte seed delta from rng; retries with the
     next seed from SHAKE256 whenever g or the matrix is rejected, as specified."""
@@ -257,7 +191,7 @@ def secret_key_parts(p: Params, sk: bytes):
     return g, cond, s
 
 
-@_compiling("public key")
+@compiling("public key")
 def public_key_from_private(p: Params, sk: bytes) -> bytes:
     """Recompute T from g and the support the control bits encode (the moved pivots of the
     'f' sets are already in the support order)."""
@@ -293,7 +227,7 @@ def fixed_weight(p: Params, rng) -> np.ndarray:
             return ind
 
 
-@_compiling("encapsulation")
+@compiling("encapsulation")
 def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
     """(ciphertext, shared secret) for public key pk: FixedWeight, the syndrome and the hash
     input 1 | e | C in one compiled call per draw of random bytes (which also checks the public
@@ -311,7 +245,7 @@ def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
 
 # -- decapsulation --------------------------------------------------------------------------
 
-@_compiling("decapsulation")
+@compiling("decapsulation")
 def decapsulate(p: Params, sk, ct) -> bytes:
     """Shared secret for ciphertext ct; a ciphertext that does not decode gives SHAKE256(0 | s | C)."""
     sk = _private_key_bytes(p, sk)

@@ -232,11 +232,11 @@ REAP_EVERY_S = 1.0
 
 
 async def _reap_compile_helpers() -> None:
-    """Reap the compile helpers (``pqforge._units``) that a first use started and that have ended
+    """Reap the compile helpers (``pqforge.jit.units``) that a first use started and that have ended
     since: otherwise each stays a zombie for as long as the server runs."""
     while True:
         await asyncio.sleep(REAP_EVERY_S)
-        units = sys.modules.get("pqforge._units")     # (imported only where something compiles)
+        units = sys.modules.get("pqforge.jit.units")     # (imported only where something compiles)
         if units is not None:
             units.reap_helpers()
 

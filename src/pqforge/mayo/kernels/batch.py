@@ -1,12 +1,13 @@
 """Compiled loops of the CPU batch backend: a whole chunk of a batch per call, without the GIL.
 
-Each loop runs its chunk through the per-instance cores of ``kernels.py`` (``evaluate_public``,
-``sign_attempt``, the key expansions), or, with an encoded kernel set (GFNI or AVX2: the
-``like`` argument, ``gf16.sets.FORMS``), of ``gfni_kernels.py`` (the ``*_encoded`` loops); the threads of the engine's pool call them on separate cores. The elements
+Each loop runs its chunk through the per-instance cores of the bit-plane kernels
+(``evaluate_public``, ``sign_attempt``, the key expansions), or, with an encoded kernel set (GFNI
+or AVX2: the ``like`` argument, ``gf16.sets.FORMS``), of ``encoded.py`` (the ``*_encoded``
+loops); the threads of the engine's pool call them on separate cores. The elements
 are hashed in compiled code too (``pqforge.shake``; ``signing_hashes``, ``_element_inputs``), so
 a thread holds the GIL only to hand over a chunk's bytes and collect its results
-(``batch_data``). The loops that sign or verify take ``units`` (``kernels.units()``,
-``kernels.verify_units()``): the addresses of the separately compiled whip and solver.
+(``batch_data``). The loops that sign or verify take ``units`` (``sign.units()``,
+``verify.verify_units()``): the addresses of the separately compiled whip and solver.
 """
 
 from __future__ import annotations
@@ -14,9 +15,13 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .._compile_cache import JIT_CACHE
-from ..shake import shake256_into
-from . import gfni_kernels, kernels
+from ...jit.cache import JIT_CACHE
+from ...shake import shake256_into
+from . import encoded as encoded_set
+from .expansion import expand_secret_from_stream, public_key_from_stream
+from .products import place_rows
+from .sign import assemble_signature, sign_attempt
+from .verify import evaluate_public
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
@@ -31,7 +36,7 @@ def _equal(y, t) -> bool:
 def verdict(s, P, encoded, f_tail, t, y, units) -> bool:
     """P*(s) == t, with y as scratch. Public data only: the verdict is public."""
     y[:] = 0
-    kernels.evaluate_public(s, P, encoded, f_tail, y, units)
+    evaluate_public(s, P, encoded, f_tail, y, units)
     return _equal(y, t)
 
 
@@ -121,7 +126,7 @@ def _element_scratch(sigs, k, n, m, digest_bytes):
 def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out, units):
     """out[b] = (P*(s_b) == t_b) for the message data[offsets[b]:offsets[b+1]] and the signature
     sigs[b] (a row of signature bytes), hashed and decoded here (``_element_inputs``); P
-    bitsliced or, with ``encoded``, in its byte encoding (see ``kernels.evaluate_public``).
+    bitsliced or, with ``encoded``, in its byte encoding (see ``evaluate_public``).
 
     Public data only (verification). Runs without the GIL.
     """
@@ -134,14 +139,14 @@ def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes,
 @nb.njit(nogil=True, cache=JIT_CACHE)
 def verify_chunk_encoded(epk, v, limbs, like, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out, units):
     """``verify_chunk`` from the expanded public key's encoding P1 || P2 || P3 (``epk``, with its
-    spare bytes) by the GFNI kernels (``gfni_kernels.evaluate_public``).
+    spare bytes) by the GFNI kernels (``encoded_set.evaluate_public``).
 
     Public data only (verification). Runs without the GIL.
     """
     hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
     for b in range(sigs.shape[0]):
         _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-        gfni_kernels.evaluate_public(s, epk, v, limbs, like, f_tail, y, units)
+        encoded_set.evaluate_public(s, epk, v, limbs, like, f_tail, y, units)
         out[b] = _equal(y, t)
 
 
@@ -158,8 +163,8 @@ def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail
     """
     hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
     for q in range(P12.shape[0]):
-        kernels.place_rows(slot_bytes, to_p12, P12[q])
-        kernels.place_rows(slot_bytes, to_p3, P3[q])
+        place_rows(slot_bytes, to_p12, P12[q])
+        place_rows(slot_bytes, to_p3, P3[q])
         for b in range(first[q], first[q + 1]):
             _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
             out[b] = verdict(s, slots, True, f_tail, t, y, units)
@@ -177,7 +182,7 @@ def verify_fresh_keys_encoded(epks, v, limbs, like, first, data, offsets, sigs, 
     for q in range(epks.shape[0]):
         for b in range(first[q], first[q + 1]):
             _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-            gfni_kernels.evaluate_public(s, epks[q], v, limbs, like, f_tail, y, units)
+            encoded_set.evaluate_public(s, epks[q], v, limbs, like, f_tail, y, units)
             out[b] = _equal(y, t)
 
 
@@ -187,34 +192,34 @@ def sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok, units):
 
     ok[b] tells whether the system had full rank (public by design: it only decides a retry).
     Secret: O, P1, L, V, R, S before it is returned, and every intermediate; they pass only
-    through the constant-time kernels of ``kernels.py`` (masks, public loop bounds and indices).
+    through the constant-time bit-plane kernels (masks, public loop bounds and indices).
     Runs without the GIL.
     """
     B, k, v = V.shape
     o = O.shape[1]
     x = np.zeros(k * o, np.uint8)
     for b in range(B):
-        ok[b] = kernels.sign_attempt(V[b], R[b], P1, L, T[b], f_tail, x, units)
-        kernels.assemble_signature(V[b], O, x, n, S[b])
+        ok[b] = sign_attempt(V[b], R[b], P1, L, T[b], f_tail, x, units)
+        assemble_signature(V[b], O, x, n, S[b])
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
 def sign_chunk_encoded(O, slots, V, R, T, f_tail, n, limbs, like, S, ok, units):
     """``sign_chunk`` with P1 || L in their encoding (``ExpandedSecretKey.slots``) by the GFNI
-    kernels (``gfni_kernels.sign_attempt``). Secret: as there. Runs without the GIL."""
+    kernels (``encoded_set.sign_attempt``). Secret: as there. Runs without the GIL."""
     B, k, v = V.shape
     o = O.shape[1]
     x = np.zeros(k * o, np.uint8)
     for b in range(B):
-        ok[b] = gfni_kernels.sign_attempt(V[b], R[b], slots, o, T[b], f_tail, limbs, like, x, units)
-        kernels.assemble_signature(V[b], O, x, n, S[b])
+        ok[b] = encoded_set.sign_attempt(V[b], R[b], slots, o, T[b], f_tail, limbs, like, x, units)
+        assemble_signature(V[b], O, x, n, S[b])
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
 def sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok, units):
     """Elements under compact keys that only a few of them share: for each key q, P1 and L
     expanded from its keystream of P1 || P2 and its oil matrix O[q] into one buffer reused
-    from key to key (``kernels.expand_secret_from_stream``), then one signing attempt for each
+    from key to key (``expand_secret_from_stream``), then one signing attempt for each
     of its elements b = first[q] .. first[q+1]-1 (``sign_chunk``).
 
     Secret: O, L, V, R, S and every intermediate (constant-time kernels only); the rank bits
@@ -226,7 +231,7 @@ def sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok, units):
     P1L = np.empty((e1 + v * o, W), np.uint64)
     P1, L = P1L[:e1], P1L[e1:].reshape(v, o, W)
     for q in range(streams.shape[0]):
-        kernels.expand_secret_from_stream(streams[q], O[q], m, P1L)
+        expand_secret_from_stream(streams[q], O[q], m, P1L)
         a, b = first[q], first[q + 1]
         sign_chunk(O[q], P1, L, V[a:b], R[a:b], T[a:b], f_tail, n, S[a:b], ok[a:b], units)
 
@@ -234,14 +239,14 @@ def sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok, units):
 @nb.njit(nogil=True, cache=JIT_CACHE)
 def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, limbs, like, S, ok, units):
     """``sign_fresh_keys`` by the GFNI kernels: key q's P1 || P2 in its slots, the row slots[q]
-    (``scheme.public_slots``), expanded in place into P1 || L (``gfni_kernels.expand_secret_slots``),
+    (``scheme.public_slots``), expanded in place into P1 || L (``encoded_set.expand_secret_slots``),
     then one signing attempt for each of its elements (``sign_chunk_encoded``).
 
     Secret: O, the slots once expanded, V, R, S and every intermediate; the rank bits ok are
     public. Runs without the GIL.
     """
     for q in range(slots.shape[0]):
-        gfni_kernels.expand_secret_slots(slots[q], O[q], limbs, like)
+        encoded_set.expand_secret_slots(slots[q], O[q], limbs, like)
         a, b = first[q], first[q + 1]
         sign_chunk_encoded(O[q], slots[q], V[a:b], R[a:b], T[a:b], f_tail, n, limbs, like, S[a:b], ok[a:b], units)
 
@@ -249,17 +254,17 @@ def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, limbs, like, S,
 @nb.njit(nogil=True, cache=JIT_CACHE)
 def public_keys_chunk_encoded(slots, oils, v, o, limbs, like, out):
     """out[q] = the encoded P3 of key q from its P1 || P2 in slots (the row slots[q]) and its oil
-    matrix's encoding oils[q] (``gfni_kernels.public_key_from_slots``). Secret: the oil matrices
+    matrix's encoding oils[q] (``encoded_set.public_key_from_slots``). Secret: the oil matrices
     and all derived from them. Runs without the GIL.
     """
     for q in range(slots.shape[0]):
-        gfni_kernels.public_key_from_slots(slots[q], oils[q], v, o, limbs, like, out[q])
+        encoded_set.public_key_from_slots(slots[q], oils[q], v, o, limbs, like, out[q])
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
 def public_keys_chunk(streams, O, m, out):
     """out[q] = the encoded P3 of key q from its keystream of P1 || P2 and its oil matrix
-    (``kernels.public_key_from_stream``). Secret: O and all derived from it. Runs without the GIL.
+    (``public_key_from_stream``). Secret: O and all derived from it. Runs without the GIL.
     """
     for q in range(streams.shape[0]):
-        kernels.public_key_from_stream(streams[q], O[q], m, out[q])
+        public_key_from_stream(streams[q], O[q], m, out[q])

@@ -25,10 +25,11 @@ follow the public sizes only.
 import numba as nb
 import numpy as np
 
-from .._compile_cache import JIT_CACHE
-from ..gf16.gfni import matrix_forms, row_accumulate, row_flush, row_scratch
-from .kernels import (decode_nibbles_into, equals_nibbles, slots_to_bitsliced, unbitslice_into,
-                      whip_and_solve, whip_unit)
+from ...gf16.gfni import matrix_forms, row_accumulate, row_flush, row_scratch
+from ...jit.cache import JIT_CACHE
+from .layout import decode_nibbles_into, equals_nibbles, slots_to_bitsliced, unbitslice_into
+from .sign import whip_and_solve
+from .whipping import whip_unit
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
 
@@ -144,7 +145,7 @@ def sign_products(V, slots, o, limbs, like, M, U):
 def sign_attempt(V, r, slots, o, t, f_tail, limbs, like, x, units):
     """``kernels.sign_attempt`` with P1 || L in their encoding: the products here, then M and U
     to bit planes for ``kernels.whip_and_solve``. Writes x and returns the (public) rank bit.
-    ``units``: ``kernels.units()``. Secret: all inputs and x."""
+    ``units``: ``sign.units()``. Secret: all inputs and x."""
     k = V.shape[0]
     W = 4 * len(limbs)
     Ms = np.zeros((k * o, W), np.uint64)
@@ -167,7 +168,7 @@ def evaluate_public(S, epk, v, limbs, like, f_tail, y, units):
     As ``quadratic_pairs``, with the rows of P = [[P1, P2], [0, P3]] read from their three blocks.
     Each entry is read as a whole slot from its first byte, so the bytes of a slot past m/2
     collect products of the next entries' bytes (the products are byte by byte); they are
-    cleared in U. ``units``: ``kernels.verify_units()``. Public data only (verification)."""
+    cleared in U. ``units``: ``verify.verify_units()``. Public data only (verification)."""
     k, n = S.shape
     o = n - v
     m = y.shape[0]

@@ -29,7 +29,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, TypeVar, cast
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+"""The pqforge package (its sources stamp the compiled code; its ``__pycache__`` is the default cache)."""
 
 
 def _writable(path: Path) -> bool:
@@ -135,12 +136,12 @@ def _say(line: str) -> None:
 
 def _will_compile(prefetch: Callable[[Any], None] | None, params: Any) -> bool:
     """For a first use without a marker: whether anything will really be compiled, asked of the
-    kernels that ``prefetch(params)`` lists (``pqforge._units.will_compile``); True when it
+    kernels that ``prefetch(params)`` lists (``pqforge.jit.units.will_compile``); True when it
     lists none, or there is no cache. A marker is missing where another process's helper filled
     the cache (``pqforge sign`` compiles verification's kernels in one; ``pqforge verify`` then
     loads them and must not announce a compile)."""
-    units = sys.modules.get("pqforge._units")   # loaded by every module with a prefetch hook;
-    if prefetch is None or not JIT_CACHE or units is None:     # no import here: _units imports this one
+    units = sys.modules.get("pqforge.jit.units")   # loaded by every module with a prefetch hook;
+    if prefetch is None or not JIT_CACHE or units is None:     # no import here: units imports this one
         return True
     try:
         return units.will_compile(prefetch, params) is not False
@@ -157,7 +158,7 @@ def compiling(path: str, seconds: float, kernels: Callable[[Any], str],
     and writes that marker when it returns. The marker names what was compiled: kernels
     shared by every parameter set of a scheme have one marker, kernels specialised per size one
     each. With the notice, ``prefetch(params)`` (if given) may start compiling, elsewhere, what
-    the next operations will need (``pqforge._units.prefetch``). Later calls pay one set lookup."""
+    the next operations will need (``pqforge.jit.units.prefetch``). Later calls pay one set lookup."""
     def wrap(fn: Operation) -> Operation:
         @functools.wraps(fn)
         def call(params: Any, *args: Any, **kwargs: Any) -> Any:

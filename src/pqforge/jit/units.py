@@ -43,8 +43,8 @@ from llvmlite import ir
 from numba.core import errors, types
 from numba.extending import intrinsic, overload
 
-from . import _compile_cache
-from ._compile_cache import JIT_CACHE
+from . import cache as compile_cache
+from .cache import JIT_CACHE
 
 
 class Unit:
@@ -208,10 +208,10 @@ def _spec(item: Compilable) -> str:
 
 
 def _in_progress_marker(spec: str) -> Path | None:
-    if _compile_cache.CACHE_DIR is None:
+    if compile_cache.CACHE_DIR is None:
         return None
     name = hashlib.sha256(spec.encode()).hexdigest()[:32]      # keys hold types: any characters
-    return _compile_cache.CACHE_DIR / "pqforge-compiling" / name
+    return compile_cache.CACHE_DIR / "pqforge-compiling" / name
 
 
 def _claim(item: Compilable) -> bool:
@@ -288,7 +288,7 @@ def _claimed_elsewhere(item: Compilable) -> bool:
     return fresh and pid != os.getpid() and _alive(pid)
 
 
-_WORKER = "import sys; from pqforge._units import compile_in_worker; compile_in_worker(sys.argv[1:])"
+_WORKER = "import sys; from pqforge.jit.units import compile_in_worker; compile_in_worker(sys.argv[1:])"
 
 
 def cores() -> int:

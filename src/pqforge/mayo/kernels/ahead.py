@@ -1,0 +1,95 @@
+"""What each MAYO operation compiles on first use: the kernels that Python code calls, with the
+argument types of those calls (``Ahead``), per kernel set and vector size; the order in which a
+first use shares them with a helper process; and the notice each operation gives, with its
+estimate. The operations in ``mayo.scheme`` carry ``@compiling(path)`` and nothing else of this.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from numba import types
+
+from ...gf16 import sets
+from ...jit.cache import Operation
+from ...jit.cache import compiling as notice
+from ...jit.units import Ahead, obtain, prefetch
+from ..params import MayoParams
+from . import encoded, layout, sign, solve, verify, whipping
+
+COMPILE_SECONDS = {
+    "portable": {"keygen": 9, "secret-key expansion": 2, "sign": 10, "verify": 8, "verify (bit planes)": 8},
+    "gfni": {"keygen": 4, "secret-key expansion": 1, "sign": 12, "verify": 5, "verify (bit planes)": 5},
+    "avx2": {"keygen": 4, "secret-key expansion": 1, "sign": 12, "verify": 5, "verify (bit planes)": 5},
+}
+"""Rough first-compile time of each path with each kernel set on a 2-core x86-64 machine, for the
+notice (a helper process compiles signing's and verification's kernels from the first notice on)."""
+
+
+# The kernels that signing and verification call from here, with the argument types of those
+# calls, for each kernel set and vector size (1, 2 or 3 limbs): a first use has them compiled in
+# a helper process beside this one (``pqforge.jit.units``).
+_u8 = {d: types.Array(types.uint8, d, "C") for d in (1, 2)}
+_u64 = {d: types.Array(types.uint64, d, "C") for d in (1, 2, 3)}
+_int, _tail = types.int64, types.Array(types.int64, 1, "C")
+_bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
+_addresses = types.UniTuple(types.int64, 2)
+_LIMBS = (1, 2, 3)
+_FORMS = {"gfni": _u64[1], "avx2": _u64[2]}      # the type of ``sets.FORMS``
+SIGN_ATTEMPT = {
+    **{name: tuple(Ahead(encoded.sign_attempt, (_u8[2], _u8[1], _u64[1], _int, _u8[1], _tail,
+                                                     types.UniTuple(_int, limbs), forms, _u8[1], _addresses))
+                   for limbs in _LIMBS) for name, forms in _FORMS.items()},
+    "portable": (Ahead(sign.sign_attempt, (_u8[2], _u8[1], _u64[2], _u64[3], _u8[1], _tail, _u8[1], _addresses)),) * 3,
+}
+ASSEMBLE = Ahead(sign.assemble_signature, (_u8[2], _u8[2], _u8[1], _int, _u8[1]))
+_hash = types.Array(types.uint8, 1, "C", readonly=True)          # np.frombuffer of a digest
+NIBBLES = (Ahead(layout.decode_nibbles_into, (_hash, _u8[2])), Ahead(layout.decode_nibbles_into, (_hash, _u8[1])),
+           Ahead(layout.encode_nibbles_into, (_u8[1], _u8[1])))
+"""Signing's byte boundary: the target, the vinegar bytes and the signature's encoding."""
+VERIFY = {
+    **{name: tuple(Ahead(encoded.verify, (_bytes, _bytes, _u8[1], _int, _int, _int, types.UniTuple(_int, limbs),
+                                               forms, _tail, _addresses)) for limbs in _LIMBS)
+       for name, forms in _FORMS.items()},
+    "portable": tuple(Ahead(verify.verify_sized, (_bytes, _bytes, _u64[2], _int, _int, types.UniTuple(_int, limbs),
+                                                   types.UniTuple(_int, 1), _tail, _addresses)) for limbs in _LIMBS),
+}
+"""Verification's kernel for a key's encoding (the bit-plane form comes after ``BITSLICED_AFTER``
+verifications with one key, with its own notice)."""
+
+
+def signing(p: MayoParams) -> tuple:
+    """Signing's kernels for p, the largest first (the solver, the whip: ``sign.units()``)."""
+    return solve.SOLVE, whipping.WHIP, SIGN_ATTEMPT[sets.NAME][p.limbs - 1], ASSEMBLE, *NIBBLES
+
+
+def verifying(p: MayoParams) -> tuple:
+    return whipping.WHIP, VERIFY[sets.NAME][p.limbs - 1]
+
+
+def _prepare(path: str) -> Callable[[MayoParams], None]:
+    """With a first notice: signing and verification share their kernels with a helper process
+    (signing, while it waits for the helper, compiles verification's); after key generation or
+    expansion the helper compiles theirs at low priority (signing and verification usually
+    follow, and the helper goes on after a command has returned)."""
+    def prepare(p: MayoParams) -> None:
+        if path == "sign":
+            prefetch(signing(p), later=verifying(p))
+            obtain(signing(p), meanwhile=verifying(p))
+        elif path == "verify":
+            prefetch(verifying(p), later=signing(p))
+            obtain(verifying(p))
+        elif path in ("keygen", "secret-key expansion"):
+            prefetch(later=signing(p) + verifying(p))
+    return prepare
+
+
+def compiling(path: str) -> Callable[[Operation], Operation]:
+    """The first-compile notice for ``path``: its kernels serve every parameter set, except
+    verification's, which are compiled per vector size (``verify.evaluate_public_sized``), and
+    all encoded kernels, also compiled per size."""
+    def marker(p: MayoParams) -> str:
+        sized = path.startswith("verify") or (sets.ENCODED and path in ("keygen", "secret-key expansion", "sign"))
+        return f"mayo {path} {sets.NAME}" + (f" {p.limbs} limbs" if sized else "")
+    return notice(path, COMPILE_SECONDS[sets.NAME][path], marker,
+                     prefetch=_prepare(path))

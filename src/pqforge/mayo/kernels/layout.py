@@ -1,0 +1,105 @@
+"""Between layouts: bit planes and element arrays, and the specification's nibble strings at the
+byte boundary of signing and verification (each kernel says which of its data is secret)."""
+
+import numba as nb
+import numpy as np
+
+from ...gf16.kernels import bitslice_stream
+from ...jit.cache import JIT_CACHE
+
+_JIT = dict(cache=JIT_CACHE, nogil=True)  # nogil: batches run kernels on several threads
+
+
+@nb.njit(**_JIT)
+def unbitslice_into(words, length, out):
+    """Elements of a bitsliced vector: out[e] = element e (e < length). Secret-safe (shifts only).
+
+    The loop runs limb by limb over bit positions, so each step is a variable shift of the four
+    plane words (vectorised)."""
+    limbs = words.shape[0] // 4
+    one = np.uint64(1)
+    for w in range(limbs):
+        p0, p1, p2, p3 = words[w], words[limbs + w], words[2 * limbs + w], words[3 * limbs + w]
+        base = 64 * w
+        for b in range(min(64, length - base)):
+            sb = np.uint64(b)
+            out[base + b] = ((p0 >> sb) & one) | (((p1 >> sb) & one) << one) \
+                | (((p2 >> sb) & one) << np.uint64(2)) | (((p3 >> sb) & one) << np.uint64(3))
+
+
+@nb.njit(**_JIT)
+def encode_upper_into(X, m, out):
+    """out = Encode(Upper(X)) for a dense square matrix X of bitsliced m-vectors: for i <= j in
+    row order, X[i, j] + X[j, i] (X[i, i] on the diagonal), each as ceil(m/2) nibble-packed
+    bytes. Shifts and masks at public positions only: safe on secret data (key generation
+    computes X from the oil matrix)."""
+    size, W = X.shape[0], X.shape[2]
+    mb = (m + 1) // 2
+    vec = np.empty(W, np.uint64)
+    elements = np.zeros(2 * mb, np.uint8)          # an odd m leaves the last high nibble zero
+    at = 0
+    for i in range(size):
+        for j in range(i, size):
+            for w in range(W):
+                vec[w] = X[i, j, w] ^ X[j, i, w] if j != i else X[i, j, w]
+            unbitslice_into(vec, m, elements)
+            for b in range(mb):
+                out[at + b] = elements[2 * b] | (elements[2 * b + 1] << 4)
+            at += mb
+
+
+@nb.njit(**_JIT)
+def bitslice_into(elements, length, out):
+    """out ^= the bitsliced vector of ``length`` elements (out's words are 4 planes of limbs).
+    Secret-safe (shifts only)."""
+    limbs = out.shape[0] // 4
+    one = np.uint64(1)
+    for e in range(length):
+        v = np.uint64(elements[e])
+        w = e >> 6
+        b = np.uint64(e & 63)
+        for p in range(4):
+            out[p * limbs + w] ^= ((v >> np.uint64(p)) & one) << b
+
+
+@nb.njit(**_JIT)
+def slots_to_bitsliced(slots, out):
+    """m-vectors from their encoding in W-word slots (``ExpandedPublicKey.nibbles``) to bit
+    planes, out (count, W): each slot read as a vector of 16 W nibbles, zero past m. Shifts and
+    masks at public positions (``bitslice_stream``): safe on secret data (the expanded secret
+    key and signing's products on the GFNI path)."""
+    count, W = slots.shape
+    stream = np.zeros(count * W + 4, np.uint64)   # the spare word bitslice_stream wants
+    for i in range(count):
+        for w in range(W):
+            stream[i * W + w] = slots[i, w]
+    bitslice_stream(stream, 16 * W, out)
+
+
+@nb.njit(**_JIT)
+def decode_nibbles_into(data, out):
+    """out (any shape, C order) = the first elements of the nibble string ``data`` (uint8, low
+    nibble first). data may be secret (the vinegar bytes in signing): shifts at public positions."""
+    flat = out.reshape(-1)
+    for i in range(flat.shape[0]):
+        flat[i] = (data[i >> 1] >> (4 * (i & 1))) & 15
+
+
+@nb.njit(**_JIT)
+def encode_nibbles_into(elements, out):
+    """out (uint8) = the elements (1-D) two a byte, low nibble first, an odd count padded with 0.
+    Public data (a signature's elements)."""
+    for b in range(out.shape[0]):
+        low = elements[2 * b]
+        high = elements[2 * b + 1] if 2 * b + 1 < elements.shape[0] else 0
+        out[b] = low | (high << 4)
+
+
+@nb.njit(**_JIT)
+def equals_nibbles(y, data):
+    """Whether the elements y equal the first len(y) elements of the nibble string ``data``.
+    Public data only (verification's last comparison)."""
+    differ = 0
+    for i in range(y.shape[0]):
+        differ |= y[i] ^ ((data[i >> 1] >> (4 * (i & 1))) & 15)
+    return differ == 0
