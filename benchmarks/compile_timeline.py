@@ -51,7 +51,7 @@ _HOOK = textwrap.dedent('''
         event.register("numba:compile", Compiles())
 
     def _wrap_queue():
-        from pqforge import _units
+        from pqforge.jit import units as _units
         for cls in (_units.Unit, _units.Ahead):
             def compile_here(self, original=cls._compile_here):
                 start, cpu = time.time(), time.process_time()
@@ -88,7 +88,8 @@ _ROUND_TRIP = textwrap.dedent('''
     import json, os, sys, time
     t0 = time.time()
     os.environ["COMPILE_TIMELINE_MAIN"] = str(os.getpid())    # (helpers inherit it)
-    from pqforge import _units, algorithms
+    from pqforge import algorithms
+    from pqforge.jit import units as _units
     alg = algorithms.get(sys.argv[1])
     sk = alg.generate_private_key()
     t1 = time.time()

@@ -8,7 +8,7 @@ SQLite store, one MAYO-2 key), then, each round, interleaved: ``GET /healthz`` (
 of the stack), single-message ``POST /v1/keys/ID/sign``, the library's ``sign_many`` (256
 messages per call, default arguments, in this process while the server idles), single-message
 ``POST /v1/verify`` and the library's ``verify_many``. wrk: one thread, one keep-alive
-connection per client, time-limited (``pqforge.service.bench``). Prints each figure with the
+connection per client, time-limited (``pqforge.bench.service``). Prints each figure with the
 server's CPU time per request, and writes one results file (``benchmarks/results/README.md``):
 ``service-load-MACHINE-DATE.jsonl``, a letter after the date when that name is taken.
 
@@ -41,7 +41,7 @@ from tables import machine  # (benchmarks/ is on the path of a script run from i
 
 from pqforge import algorithms
 from pqforge.client import Client
-from pqforge.service.bench import cpu_seconds, load_wrk, messages_per_second, start_server
+from pqforge.bench.service import cpu_seconds, load_wrk, messages_per_second, start_server
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -9,7 +9,7 @@ Comparisons: every ``benchmarks/results/*.jsonl`` (format in benchmarks/results/
 each (comparison, machine) the newest run (date, then time_utc, then file name) gives one
 table: per parameter set and operation, each implementation's best figure over the rounds (the
 least time, or the greatest rate) and its ratio to the reference implementation named in the
-run's meta line, if it names one. GPU: the newest ``benchmarks/h200-*.json`` (written by pqforge.gpu.bench)
+run's meta line, if it names one. GPU: the newest ``benchmarks/h200-*.json`` (written by pqforge.bench.gpu)
 gives throughput, latency and kernel tables.
 
 A block sits between ``<!-- tables:begin NAME -->`` and ``<!-- tables:end NAME -->`` in
@@ -253,9 +253,9 @@ def comparison_table(run: dict) -> str:
     return "\n".join(out)
 
 
-# ---------------------------------------------------------------- GPU (pqforge.gpu.bench JSON)
+# ---------------------------------------------------------------- GPU (pqforge.bench.gpu JSON)
 
-GPU_COLUMNS = (   # (heading, path, keys): the rows pqforge.gpu.bench writes
+GPU_COLUMNS = (   # (heading, path, keys): the rows pqforge.bench.gpu writes
     ("verify, same key", "bitsliced", "same key"),
     ("verify, distinct keys", "bitsliced", "distinct keys (one expansion per signature)"),
     ("sign, same key", "bitsliced sign", "same key"),
@@ -276,7 +276,7 @@ def newest_gpu_file() -> Path | None:
         try:
             date = json.loads(path.read_text(encoding="utf-8"))["machine"]["date"]
         except (OSError, ValueError, KeyError, TypeError) as e:
-            raise ResultsError(f"{path}: not a pqforge.gpu.bench result ({e})") from None
+            raise ResultsError(f"{path}: not a pqforge.bench.gpu result ({e})") from None
         if best is None or (date, path.name) > best[0]:
             best = ((date, path.name), path)
     return best[1] if best else None

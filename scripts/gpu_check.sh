@@ -72,10 +72,10 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" and hasattr(os, "sched_setaffin
     # one CPU: the simulator's Python threads are many times slower when they can change cores
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
-from pqforge.gpu import bench
+from pqforge.bench import gpu as bench
 
 t0 = time.perf_counter()
-tests_rc = pytest.main(["-q", "-p", "no:cacheprovider", "tests/gpu/test_device.py", "tests/gpu/test_tensor.py"])
+tests_rc = pytest.main(["-q", "-p", "no:cacheprovider", "tests/mayo/cuda/test_device.py", "tests/mayo/test_tensor.py"])
 print(f"== device tests: exit {int(tests_rc)} after {time.perf_counter() - t0:.0f} s", flush=True)
 t0 = time.perf_counter()
 bench.main(sys.argv[1:])

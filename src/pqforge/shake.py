@@ -4,7 +4,7 @@
 compiled loop can hash its elements itself instead of returning to Python, where hashing holds
 the GIL and the threads of a batch wait for each other. The rotation offsets and round
 constants are derived from their definitions in FIPS 202 (the (x, y) -> (y, 2x + 3y) walk and
-the degree-8 LFSR); ``pqforge.gpu.keccak`` uses the same tables. Constant-time: fixed shifts,
+the degree-8 LFSR); ``pqforge.mayo.cuda.keccak`` uses the same tables. Constant-time: fixed shifts,
 XORs and ANDs; only the (public) input and output lengths decide the loop bounds.
 """
 

@@ -205,7 +205,7 @@ def test_a_collected_private_key_zeroes_its_expanded_secret_key():
 
 
 def test_closing_zeroes_the_tensor_paths_matrices_made_from_the_key():
-    tensor = pytest.importorskip("pqforge.gpu.tensor")
+    tensor = pytest.importorskip("pqforge.mayo.tensor")
     sk = mayo.MAYO1.generate_private_key()
     sk.sign_many([b"a", b"b"], backend="cpu", path="tensor")
     prepared = list(tensor._prepared[sk].values())

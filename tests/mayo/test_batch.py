@@ -9,7 +9,7 @@ import pytest
 from pqforge import kat, mayo
 from pqforge.drbg import NistCtrDrbg
 from pqforge.errors import BackendUnavailable, InvalidInput, InvalidKey, InvalidType
-from pqforge.engine import backends, pool
+from pqforge.mayo.engine import backends, pool
 from pqforge.mayo import batch, batch_cpu
 from pqforge.mayo.kernels import batch as batch_kernels
 
@@ -298,7 +298,7 @@ def test_malformed_expanded_secret_key_is_an_invalid_key_naming_its_element():
 
 
 def test_device_out_of_memory_is_recognised_and_host_memory_errors_pass(monkeypatch):
-    from pqforge import gpu
+    from pqforge.mayo import cuda as gpu
     from pqforge.errors import DeviceOutOfMemory
     monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
     assert gpu.is_out_of_memory(RuntimeError("[2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY"))
@@ -357,7 +357,7 @@ def test_backend_selection(monkeypatch):
     if not backends.gpu_usable():
         assert backends.choose_backend("auto", 10 ** 6) == "cpu"
         monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
-        from pqforge import gpu
+        from pqforge.mayo import cuda as gpu
         if not gpu.available(allow_simulator=True):
             with pytest.raises(BackendUnavailable):
                 mayo.MAYO2.generate_private_key().sign_many([b"x"], backend="cuda")
@@ -471,9 +471,9 @@ def test_without_the_driver_library_there_is_no_gpu_and_numba_cuda_stays_unimpor
     in_fresh_interpreter(
         "import os, sys\n"
         "os.environ.pop('NUMBA_ENABLE_CUDASIM', None)\n"
-        "from pqforge import gpu, mayo\n"
+        "from pqforge import mayo\nfrom pqforge.mayo import cuda as gpu\n"
         "gpu.DRIVER_LIBRARY = 'libpqforge-no-such-driver.so'\n"
-        "from pqforge.engine import choose_backend\n"
+        "from pqforge.mayo.engine import choose_backend\n"
         "assert choose_backend('auto', 10 ** 6) == 'cpu'\n"
         "sk = mayo.MAYO2.generate_private_key()\n"
         "assert len(sk.sign_many([b'm'] * 300)) == 300\n"

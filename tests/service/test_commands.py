@@ -113,9 +113,9 @@ def _reaped(pid: int) -> bool:
 
 
 def test_a_compile_helper_that_ended_is_reaped_while_the_server_runs(tmp_path, monkeypatch):
-    from pqforge import _units
+    from pqforge.jit import units
     from pqforge.service import Settings, app as service_app
-    monkeypatch.setattr(_units, "_WORKER", "pass")                  # a helper that ends at once
+    monkeypatch.setattr(units, "_WORKER", "pass")                  # a helper that ends at once
     monkeypatch.setattr(service_app, "_warm", lambda service: service.warmed.set())
     monkeypatch.setattr(service_app, "REAP_EVERY_S", 0.05)
     monkeypatch.setenv("PQFORGE_MASTER_KEY", base64.b64encode(os.urandom(32)).decode())
@@ -124,9 +124,9 @@ def test_a_compile_helper_that_ended_is_reaped_while_the_server_runs(tmp_path, m
 
     async def serve_while_a_helper_ends():
         async with app.router.lifespan_context(app):
-            before = set(_units._helpers)
-            _units._start_helper([])            # as a first use's prefetch starts one
-            pid, = set(_units._helpers) - before
+            before = set(units._helpers)
+            units._start_helper([])            # as a first use's prefetch starts one
+            pid, = set(units._helpers) - before
             deadline = time.monotonic() + 60
             while not _reaped(pid):             # it ends at once; the server must collect it
                 assert time.monotonic() < deadline, f"helper {pid} not reaped"
@@ -134,4 +134,4 @@ def test_a_compile_helper_that_ended_is_reaped_while_the_server_runs(tmp_path, m
     try:
         asyncio.run(serve_while_a_helper_ends())
     finally:
-        _units.stop_helpers()
+        units.stop_helpers()

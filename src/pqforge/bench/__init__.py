@@ -1,4 +1,15 @@
-"""Benchmark harness: warm medians per operation, the same for every algorithm."""
+"""Every measurement pqforge ships, in one package; this module is the harness of ``pqforge bench``
+(warm medians per operation, the same for every algorithm).
+
+    mayo_steps  MAYO's steps one by one (``pqforge bench --steps``)
+    startup     cold and warm first use in new processes (``pqforge bench --startup``)
+    batch       batch throughput and its op-count model (``pqforge bench-batch``)
+    gpu         device throughput (``python -m pqforge.bench.gpu``, run by scripts/gpu_check.sh)
+    service     the service under load, beside the library (``pqforge bench-serve``)
+
+The scripts that drive these for the published tables, and the results they write, are in the
+repository's ``benchmarks/`` folder (``benchmarks/tables.py`` makes BENCHMARKS.md's tables).
+"""
 
 from __future__ import annotations
 

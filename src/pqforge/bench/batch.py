@@ -96,7 +96,7 @@ def op_counts(p) -> dict:
     16 buckets in about 36 W. The CPU whip and solver work on bitsliced words
     (``whip_bitsliced``, ``sample_solution_bitsliced``); the GPU kernels' formulations (masked
     products in verification, the whip on elements) have their own entries, which
-    ``pqforge.gpu.bench`` uses.
+    ``pqforge.bench.gpu`` uses.
     """
     n, m, o, v, k, W, limbs = p.n, p.m, p.o, p.v, p.k, p.words, p.limbs
     E = k * (k + 1) // 2
@@ -233,8 +233,8 @@ def public_calls(alg, batch_size: int, rounds: int = 7, threads=None) -> dict:
     """Signatures and verifications per second through the public calls (default arguments,
     new random messages each round) and through the CPU backend directly on the same inputs,
     interleaved round by round; medians, their ratio, and the CPU seconds per wall second."""
-    from ..engine.inputs import draw_randomness
-    from ..engine.pool import check_threads
+    from ..mayo.engine.inputs import draw_randomness
+    from ..mayo.engine.pool import check_threads
     from ..mayo.batch_cpu import CPU
     p = alg.params
     sk = alg.generate_private_key()
@@ -276,7 +276,7 @@ def public_calls(alg, batch_size: int, rounds: int = 7, threads=None) -> dict:
 
 def run(alg_names=None, batch_size=512, distinct=128, threads=None, seconds=0.2, progress=None,
         kernels_too=True, rounds=7) -> dict:
-    from ..engine.pool import cpu_threads
+    from ..mayo.engine.pool import cpu_threads
     from ..mayo import ALGORITHMS, get
     from ..mayo import verify_many as verify_distinct, sign_many as sign_distinct
     threads = threads or cpu_threads()

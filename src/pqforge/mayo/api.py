@@ -12,7 +12,7 @@ order (``pk, msg, sig``), with input validation.
 from __future__ import annotations
 
 from ..drbg import Rng
-from ..engine.inputs import checked_rng
+from .engine.inputs import checked_rng
 from ..errors import BytesLike, InvalidKey, InvalidSignature, require_bytes
 from . import scheme
 from ._checks import ParamsLike, check_public_key, check_secret_key, expanded_public, expanded_secret, resolve

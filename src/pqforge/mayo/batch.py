@@ -17,22 +17,22 @@ order. So with a deterministic rng (``NistCtrDrbg``), ``sign_many(msgs, rng)`` r
 one system call.
 
 Backends. ``backend="cpu"`` runs compiled kernels on a pool of threads; ``"cuda"`` runs the
-device kernels of ``pqforge.gpu`` (an optional extra, ``pip install pqforge[gpu]``, imported only
+device kernels of ``pqforge.mayo.cuda`` (an optional extra, ``pip install pqforge[gpu]``, imported only
 when asked for); ``"auto"`` (the default, see :func:`set_default_backend`) takes the GPU when one
 is usable and the batch has at least ``AUTO_GPU_MIN_BATCH`` elements, the CPU otherwise. On the
 GPU, key generation, signing and verification run from the compact keys; elements given with
 expanded-key byte strings are handled on the CPU.
 
 Paths. Single-key calls (``sk.sign_many``, ``pk.verify_many``) also take ``path="tensor"``: the
-big GF(16) products as exact binary GEMMs (``pqforge.gpu.tensor``; CuPy on the GPU backend, numpy
+big GF(16) products as exact binary GEMMs (``pqforge.mayo.tensor``; CuPy on the GPU backend, numpy
 on the CPU one), with the key matrix prepared once per key object. Same bytes as the default
 ``path="bitsliced"``.
 
 Layers. This module checks the arguments, draws the randomness, groups the elements by key and
-hands them to a backend through the engine's interface (``pqforge.engine.SignatureBackend``):
+hands them to a backend through the engine's interface (``pqforge.mayo.engine.SignatureBackend``):
 ``batch_cpu.CPU`` (compiled chunk loops of ``batch_kernels`` on the engine's thread pool, hashing
-and bytes in ``batch_data``) or ``pqforge.gpu.batch.CUDA``. Backend choice, the pool and the
-argument checks are the engine's (``pqforge.engine``), shared with every other batch caller.
+and bytes in ``batch_data``) or ``pqforge.mayo.cuda.batch.CUDA``. Backend choice, the pool and the
+argument checks are the engine's (``pqforge.mayo.engine``), shared with every other batch caller.
 Key objects are told from key bytes by what they offer (the Protocols ``PublicKeyObject`` and
 ``PrivateKeyObject``), so that this module needs nothing from ``keys``, which sits above it.
 
@@ -53,10 +53,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ..drbg import Rng
-from ..engine import pool
-from ..engine.backends import (AUTO_GPU_MIN_BATCH, Groups, OneKeyBackend, SignatureBackend, check_path,
+from .engine import pool
+from .engine.backends import (AUTO_GPU_MIN_BATCH, Groups, OneKeyBackend, SignatureBackend, check_path,
                                choose_backend, get_default_backend, set_default_backend)
-from ..engine.inputs import as_list, byte_items, check_count, draw_randomness, same_length
+from .engine.inputs import as_list, byte_items, check_count, draw_randomness, same_length
 from ..errors import BytesLike, InvalidKey, PQForgeError, require_bytes
 from ._checks import (ParamsLike, PrivateKeyObject, PublicKeyObject, check_secret_key, is_private_key,
                       is_public_key, resolve)
@@ -71,7 +71,7 @@ def _backend(name: str) -> SignatureBackend:
     """The backend object for a chosen backend ("cpu" or "cuda"): the one place where the CPU
     and CUDA implementations are picked (the latter imported only here)."""
     if name == "cuda":
-        from ..gpu.batch import CUDA
+        from .cuda.batch import CUDA
         return CUDA
     return CPU
 
@@ -80,7 +80,7 @@ def _one_key_backend(name: str, path: str) -> OneKeyBackend:
     """The backend of single-key calls on ``path``: the tensor path (imported only here) or the
     backend ``name`` itself."""
     if path == "tensor":
-        from ..gpu.tensor import TensorPath
+        from .tensor import TensorPath
         return TensorPath(name)
     return _backend(name)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine import pool
-from ..engine.backends import SignatureBackend
+from .engine import pool
+from .engine.backends import SignatureBackend
 from ..gf16 import sets
 from ..symmetric import aes128_ctr_into
 from . import batch_data, kernels, scheme

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from ..algorithms import Algorithm, PrivateKey, PublicKey
 from ..drbg import Rng
-from ..engine.inputs import checked_rng
+from .engine.inputs import checked_rng
 from ..errors import BytesLike, InvalidKey, InvalidSignature, require_bytes
 from . import api, batch, scheme
 from .params import MayoParams
@@ -115,10 +115,10 @@ class MayoPrivateKey(PrivateKey["MayoAlgorithm"]):
         self._forget_prepared()
 
     def _forget_prepared(self) -> None:
-        """Zero and drop the tensor path's matrices made from this key (``pqforge.gpu.tensor``
+        """Zero and drop the tensor path's matrices made from this key (``pqforge.mayo.tensor``
         keeps them per key object while it lives), when that module is loaded (and not being
         loaded or torn down)."""
-        tensor = sys.modules.get("pqforge.gpu.tensor")
+        tensor = sys.modules.get("pqforge.mayo.tensor")
         if tensor is not None and hasattr(tensor, "forget_prepared"):
             _zero_arrays(tensor.forget_prepared(self))
 

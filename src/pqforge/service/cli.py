@@ -164,7 +164,7 @@ def cmd_tokens_revoke(args) -> int:
 
 def cmd_bench_serve(args) -> int:
     _require_extra("fastapi", "uvicorn", "prometheus_client", "httpx")
-    from . import bench
+    from ..bench import service as bench
     return bench.main(args)
 
 

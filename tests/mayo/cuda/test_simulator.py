@@ -25,14 +25,14 @@ def test_device_kernels_under_the_cuda_simulator(kat_root):
         pytest.skip('numba-cuda is not installed (pip install -e ".[gpu-sim]")')
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PQFORGE_DEVICE_TESTS="sim", PQFORGE_KAT_DIR=str(kat_root))
     env.setdefault("PQFORGE_GPU_KATS", "1")
-    src = str(HERE.parent.parent / "src")
+    src = str(HERE.parents[2] / "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "") if env.get("PYTHONPATH") else src
     pin = None
     if hasattr(os, "sched_setaffinity"):
         cpu = min(os.sched_getaffinity(0))
         pin = lambda: os.sched_setaffinity(0, {cpu})  # noqa: E731
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(HERE / "test_device.py")],
-                          cwd=HERE.parent.parent, env=env, capture_output=True, text=True, timeout=2400,  # CI allows it
+                          cwd=HERE.parents[2], env=env, capture_output=True, text=True, timeout=2400,  # CI allows it
                           preexec_fn=pin)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     summary = proc.stdout.strip().splitlines()[-1]

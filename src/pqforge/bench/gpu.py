@@ -1,6 +1,6 @@
 """GPU throughput benchmark (run by ``scripts/gpu_check.sh``).
 
-    python -m pqforge.gpu.bench --json out.json --markdown out.md [--quick]
+    python -m pqforge.bench.gpu --json out.json --markdown out.md [--quick]
 
 Per parameter set and batch size (1, 256, 4096, 65536): verification and signing on the device,
 bitsliced path, with one key (expanded once on the device, the expansion timed separately) and
@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from ..bench.batch_cli import mayo_name
+from .batch_cli import mayo_name
 
 SIZES = (1, 256, 4096, 65536)
 
@@ -59,8 +59,8 @@ def _xp():
 
 def run(sets=None, sizes=SIZES, budget_s=6.0, total_s=150.0, progress=print, on_row=None) -> list[dict]:
     from ..mayo import ALGORITHMS
-    from . import batch as gb
-    from . import tensor
+    from ..mayo.cuda import batch as gb
+    from ..mayo import tensor
     xp, xp_name, dtype = _xp()
     rows = []
     sets = list(sets or ALGORITHMS)
@@ -166,10 +166,10 @@ def kernel_model(sets, batch: int = 16384, thread_counts=(32, 64, 128, 256), pro
     GF(16) products and of the linear solve (``pqforge.bench.batch.op_counts``; scalar whip
     operations counted as half a word operation, one 32-bit instruction; hashing not counted),
     over the device's measured rate for such operations."""
-    from ..bench.batch import op_counts
+    from .batch import op_counts
     from ..mayo import ALGORITHMS
-    from . import batch as gb
-    from .rate import event_seconds, word_op_rate
+    from ..mayo.cuda import batch as gb
+    from ..mayo.cuda.rate import event_seconds, word_op_rate
     rate = rate or word_op_rate()
     progress(f"device word-operation rate: {rate:.3g}/s")
     rows = [{"kernel": "word-op rate", "ops_per_s": rate}]
@@ -232,7 +232,7 @@ def model_markdown(rows) -> str:
 def kernel_resources(sets) -> list[dict]:
     """Registers, local (spilled or indexed) and shared memory of every kernel compiled so far."""
     from ..mayo import ALGORITHMS
-    from . import aes, sign, verify
+    from ..mayo.cuda import aes, sign, verify
     found = [("", "aes key schedule", aes.key_schedule_kernel), ("", "aes ctr", aes.ctr_kernel)]
     for name in sets or list(ALGORITHMS):
         p = ALGORITHMS[name].params
@@ -270,7 +270,7 @@ def markdown(rows) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pqforge.gpu.bench", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m pqforge.bench.gpu", description=__doc__.splitlines()[0])
     ap.add_argument("--json")
     ap.add_argument("--markdown")
     ap.add_argument("--quick", action="store_true")
@@ -279,7 +279,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-model", action="store_true", help="skip the kernel-only timings and their model")
     ap.add_argument("--model-alg", action="append", type=mayo_name, help="sets for the kernel-only timings (default: as --alg)")
     a = ap.parse_args(argv)
-    from ..bench import machine
+    from . import machine
     from numba import cuda
     sets, sizes = (a.alg or ["MAYO-2"], (1, 2)) if a.quick else (a.alg, SIZES)
     info = machine()

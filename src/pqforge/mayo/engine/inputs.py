@@ -10,8 +10,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..drbg import system_rng
-from ..errors import InvalidInput, InvalidType, require_bytes
+from ...drbg import system_rng
+from ...errors import InvalidInput, InvalidType, require_bytes
 
 
 def as_list(items: Any, what: str) -> list[Any]:

@@ -12,9 +12,9 @@ choice, thread pool, argument checks and results as there.
 
 from __future__ import annotations
 
-from .. import algorithms
-from ..algorithms import Algorithm, PrivateKey, PublicKey
-from ..errors import InvalidInput, InvalidType
+from . import algorithms
+from .algorithms import Algorithm, PrivateKey, PublicKey
+from .errors import InvalidInput, InvalidType
 
 OPERATIONS = ("sign", "verify")
 

@@ -2,7 +2,8 @@
 
 Importing this package needs nothing beyond numpy: the CUDA modules (``aes``, ``keccak``,
 ``verify``, ``batch``) import ``numba.cuda`` themselves and are imported only when a GPU
-backend is asked for. ``tensor`` (the GEMM formulation) runs on numpy or CuPy arrays alike.
+backend is asked for. The tensor path (``mayo.tensor``, the GEMM formulation) runs on numpy or
+CuPy arrays alike.
 
 Without a GPU every kernel also runs under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``,
 set before numba is first imported), which is how the test suite exercises them.
@@ -15,7 +16,7 @@ import ctypes
 import functools
 import os
 
-from ..errors import DeviceOutOfMemory
+from ...errors import DeviceOutOfMemory
 
 
 def simulator_enabled() -> bool:

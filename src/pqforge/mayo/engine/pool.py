@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import InvalidInput, InvalidType
+from ...errors import InvalidInput, InvalidType
 
 MAX_THREADS = 1024
 

@@ -10,7 +10,7 @@ import pytest
 from pqforge import kat, mayo
 from pqforge.drbg import NistCtrDrbg
 from pqforge.gf16 import gf16_mul, unbitslice
-from pqforge.gpu import tensor
+from pqforge.mayo import tensor
 from pqforge.mayo import scheme
 
 from ..known_answers import MAYO_FILES as FILES, mayo_entries
@@ -146,7 +146,7 @@ def test_pipelined_chunks_use_at_most_the_threads_asked_for(monkeypatch):
     than ``threads`` (here 8 workers) never runs more than ``threads`` tails at once."""
     import threading
     import time
-    from pqforge.engine import pool
+    from pqforge.mayo.engine import pool
     from pqforge.mayo import batch_data
     monkeypatch.setattr(pool, "cpu_threads", lambda: 8)
     alg = mayo.MAYO2

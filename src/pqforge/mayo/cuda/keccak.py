@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, uint64
 
-from .. import shake
+from ... import shake
 
 RATE, RHO, RC = shake.RATE, shake.RHO, shake.RC
 

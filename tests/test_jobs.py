@@ -4,7 +4,7 @@ import pytest
 
 from pqforge import kat, mayo
 from pqforge.drbg import NistCtrDrbg
-from pqforge.engine.jobs import run_job
+from pqforge.jobs import run_job
 from pqforge.errors import InvalidInput, InvalidType
 
 

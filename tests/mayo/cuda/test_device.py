@@ -24,14 +24,15 @@ if MODE not in ("sim", "cuda"):
 
 from numba import cuda  # noqa: E402
 
-from pqforge import gpu, kat, mayo  # noqa: E402
+from pqforge import kat, mayo  # noqa: E402
+from pqforge.mayo import cuda as gpu  # noqa: E402
 from pqforge.errors import DeviceOutOfMemory  # noqa: E402
-from pqforge.gpu import aes, keccak  # noqa: E402
-from pqforge.gpu import batch as gpu_batch  # noqa: E402
+from pqforge.mayo.cuda import aes, keccak  # noqa: E402
+from pqforge.mayo.cuda import batch as gpu_batch  # noqa: E402
 from pqforge.mayo import scheme  # noqa: E402
 from pqforge.symmetric import aes128_ctr  # noqa: E402
 
-from ..known_answers import MAYO_FILES as FILES, mayo_entries  # noqa: E402
+from ...known_answers import MAYO_FILES as FILES, mayo_entries  # noqa: E402
 
 SIM = MODE == "sim"
 KATS = int(os.environ.get("PQFORGE_GPU_KATS", "1" if SIM else "100"))

@@ -1,6 +1,6 @@
 """Compile every device kernel to PTX (sm_90) without a GPU: the real typing and code generation.
 
-Usage: python tests/gpu/ptx_check.py [SET ...]. Needs NVVM (pip install "numba-cuda[cu12]"); no device.
+Usage: python tests/mayo/cuda/ptx_check.py [SET ...]. Needs NVVM (pip install "numba-cuda[cu12]"); no device.
 The kernels compile for the device the dispatcher reports; with no device present, a stand-in
 reporting compute capability 9.0 is put in its place.
 """
@@ -17,7 +17,7 @@ class _Sm90:
 _dispatcher.get_current_device = lambda: _Sm90()
 
 from numba import cuda, types as T  # noqa: E402
-from pqforge.gpu import aes, keccak, sign, verify  # noqa: E402
+from pqforge.mayo.cuda import aes, keccak, sign, verify  # noqa: E402
 from pqforge.mayo import ALGORITHMS  # noqa: E402
 
 u8_1, u8_2, u8_3 = T.uint8[::1], T.uint8[:, ::1], T.uint8[:, :, ::1]

@@ -1,7 +1,7 @@
 """Which backend a batch call runs on, and the interface every backend implements.
 
 ``"cpu"`` runs compiled chunks on the shared thread pool (``pool``); ``"cuda"`` runs the device
-kernels of ``pqforge.gpu`` (an optional extra, imported only when asked for); ``"auto"`` (the
+kernels of ``pqforge.mayo.cuda`` (an optional extra, imported only when asked for); ``"auto"`` (the
 default, see ``set_default_backend``) takes the GPU when one is usable and the batch has at least
 ``AUTO_GPU_MIN_BATCH`` elements, the CPU otherwise. Single-key calls also choose a path:
 ``"bitsliced"`` (the compiled kernels) or ``"tensor"`` (the big products as GEMMs, numpy on the
@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import BackendUnavailable, InvalidInput
+from ...errors import BackendUnavailable, InvalidInput
 
 BACKENDS = ("auto", "cpu", "cuda")
 PATHS = ("bitsliced", "tensor")
@@ -55,8 +55,8 @@ def check_path(path: Any) -> str:
 
 def gpu_usable() -> bool:
     """True when the optional GPU stack is installed and a CUDA device (not the simulator) answers."""
-    from .. import gpu
-    return gpu.available()
+    from .. import cuda
+    return cuda.available()
 
 
 def cupy_installed() -> bool:
@@ -72,10 +72,10 @@ def choose_backend(backend: str | None, size: int, path: str = "bitsliced") -> s
     the GPU for the tensor path only where CuPy is installed too)."""
     backend = check_backend(_default_backend if backend is None else backend)
     if backend == "cuda":
-        from .. import gpu
-        if not gpu.stack_installed():
+        from .. import cuda
+        if not cuda.stack_installed():
             raise BackendUnavailable("backend='cuda' needs the GPU extra (numba-cuda): pip install pqforge[gpu]")
-        if not gpu.available(allow_simulator=True):
+        if not cuda.available(allow_simulator=True):
             raise BackendUnavailable("backend='cuda' requested but no CUDA device is usable; "
                                      "use backend='cpu' or 'auto'")
         return "cuda"
@@ -91,7 +91,7 @@ def device_memory(backend: str, size: int) -> Iterator[None]:
     if backend != "cuda":
         yield
         return
-    from ..gpu import out_of_memory_as_error
+    from ..cuda import out_of_memory_as_error
     with out_of_memory_as_error(size):
         yield
 

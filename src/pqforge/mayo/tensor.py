@@ -37,9 +37,9 @@ import numpy as np
 
 from ..gf16 import unbitslice
 from ..jit.cache import JIT_CACHE
-from ..engine import pool
-from ..engine.backends import OneKeyBackend, array_module, device_memory
-from ..mayo import batch_data, kernels, scheme
+from .engine import pool
+from .engine.backends import OneKeyBackend, array_module, device_memory
+from . import batch_data, kernels, scheme
 
 
 def x_powers_bits(elements, xp):
@@ -299,7 +299,7 @@ def default_chunk(p, xp, dtype=np.float16) -> int:
 
 def _targets_on_device(p, messages, salts: np.ndarray) -> np.ndarray:
     """t bytes (R, m_bytes) hashed on the GPU: SHAKE256(SHAKE256(M, digest) || salt, m_bytes)."""
-    from . import keccak
+    from .cuda import keccak
     digests = keccak.shake256_many(list(messages), p.digest_bytes)
     return keccak.shake256_many(list(np.ascontiguousarray(np.concatenate([digests, salts], axis=1))), p.m_bytes)
 

@@ -12,8 +12,8 @@ import numpy as np
 from numba import cuda
 
 from ..engine.backends import SignatureBackend
-from ..errors import InvalidKey
-from ..mayo.scheme import NO_FULL_RANK
+from ...errors import InvalidKey
+from ..scheme import NO_FULL_RANK
 from . import aes, keccak, out_of_memory_as_error
 from .verify import kernels_for
 

@@ -27,7 +27,7 @@ def test_kernels_compile_to_ptx():
         pytest.skip("the CUDA compiler libraries (NVVM, NVRTC) are not installed (pip install 'numba-cuda[cu12]'); "
                     "the simulator tests still run")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    src = str(HERE.parent.parent / "src")
+    src = str(HERE.parents[2] / "src")
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.run([sys.executable, str(HERE / "ptx_check.py"), "MAYO-2"], env=env, capture_output=True,
                           text=True, timeout=600)
