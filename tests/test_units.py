@@ -106,6 +106,14 @@ for alg in algs:
                  {"PQFORGE_KERNELS": kernel_set})
 
 
+@pytest.mark.parametrize("kernel_set", ["auto", "portable"])
+def test_the_serving_loops_compiled_ahead_are_those_the_service_calls(kernel_set):
+    _check_ahead("pqforge.mayo.kernels", """
+from pqforge.mayo import MAYO2
+MAYO2.warm_up_serving()
+""", "ahead.serving(MAYO2.params)", {"PQFORGE_KERNELS": kernel_set})
+
+
 def _claimed_by(item, pid):
     marker = units._in_progress_marker(units._spec(item))
     marker.parent.mkdir(parents=True, exist_ok=True)

@@ -129,6 +129,12 @@ class Algorithm(Generic[P]):
         for op in self.benchmark_ops().values():
             op()
 
+    def warm_up_serving(self) -> None:
+        """Run the compiled paths a server's requests take, so that it can answer them without a
+        compile (the rest of ``warm_up`` may follow in the background). Every path, unless the
+        algorithm says fewer."""
+        self.warm_up()
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
 

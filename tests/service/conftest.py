@@ -33,7 +33,9 @@ class Server:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.store = store or f"sqlite:///{self.workdir / 'pqforge.db'}"
         self.env = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
-        config = {"warm_up": ["MAYO-2"], "max_wait_ms": 2.0, **(settings or {})}
+        # compile_rest off: the suite's cache is shared, and a background compile per server would
+        # only load it again (test_api covers compile_rest itself)
+        config = {"warm_up": ["MAYO-2"], "max_wait_ms": 2.0, "compile_rest": False, **(settings or {})}
         self.config = self.workdir / "pqforge.toml"
         self.config.write_text("[serve]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in config.items()))
         self.log_path = self.workdir / "server.log"

@@ -6,7 +6,10 @@ import base64
 import json
 import hashlib
 import os
+import re
 import sqlite3
+import time
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +18,7 @@ from pqforge.errors import InvalidSignature
 from pqforge.mayo import MAYO2
 from pqforge.mceliece import McEliece348864
 
-from .conftest import bearer, httpx
+from .conftest import Server, bearer, httpx
 
 
 def b64(data: bytes) -> str:
@@ -303,7 +306,6 @@ def test_tls_with_a_certificate_and_key(tmp_path):
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    from .conftest import Server
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.timezone.utc)
@@ -327,5 +329,20 @@ def test_tls_with_a_certificate_and_key(tmp_path):
             MAYO2.public_key_from_bytes(key_info["public_key"]).verify(c.sign(key_info["id"], b"tls"), b"tls")
         with pytest.raises(httpx.HTTPError):       # plain HTTP to the TLS port is refused
             httpx.get(srv.url.replace("https://", "http://") + "/healthz")
+    finally:
+        srv.stop()
+
+
+def test_ready_once_the_served_paths_compile_and_the_rest_compiles_in_a_background_process(tmp_path):
+    srv = Server(tmp_path / "rest", settings={"compile_rest": True}).start(timeout=600)
+    try:
+        body = httpx.get(srv.url + "/readyz").json()
+        assert body["ready"] is True and body["warmed_up"] is True and isinstance(body["compiling"], bool)
+        pid = int(re.search(r"compiling the other paths of MAYO-2 in the background \(pid (\d+)\)", srv.log()).group(1))
+        deadline = time.monotonic() + 600
+        while httpx.get(srv.url + "/readyz").json()["compiling"]:      # pqforge precompile, at low priority
+            assert time.monotonic() < deadline, srv.log()
+            time.sleep(0.5)
+        assert not Path(f"/proc/{pid}").exists()        # ended and reaped
     finally:
         srv.stop()

@@ -26,6 +26,7 @@ from ..drbg import Rng
 from .engine.inputs import checked_rng
 from ..errors import BytesLike, InvalidKey, InvalidSignature, require_bytes
 from . import api, batch, scheme
+from .kernels import ahead
 from .params import MayoParams
 
 
@@ -235,6 +236,15 @@ class MayoAlgorithm(Algorithm[MayoParams]):
         cpks = [key.public_key().public_bytes_raw() for key in keys]
         d_sigs = batch.sign_many(self.params, csks, msgs[:2], backend="cpu", threads=1)
         batch.verify_many(self.params, cpks, msgs[:2], d_sigs, backend="cpu", threads=1)
+
+    def warm_up_serving(self) -> None:
+        """The paths of ``pqforge serve``: key generation, and the one-key batch calls on the CPU
+        that its sign and verify requests are batched into (the single operations, the tensor
+        path and distinct keys are left to ``warm_up``)."""
+        sk = ahead.compile_serving(self.params, self.generate_private_key)
+        msgs = [b"serve", b"warm"]
+        sigs = sk.sign_many(msgs, backend="cpu", threads=1)
+        sk.public_key().verify_many(msgs, sigs, backend="cpu", threads=1)
 
     def generate_private_keys(self, n: int, rng: Rng | None = None, backend: str | None = None,
                               threads: int | None = None) -> list[MayoPrivateKey]:

@@ -59,6 +59,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         reaper = asyncio.get_running_loop().create_task(_reap_compile_helpers())
         yield
         reaper.cancel()
+        service.stop_compiling()
         log.info("draining %d queued requests", service.batcher.depth())
         await service.batcher.drain()
         service.executor.shutdown(wait=True)
@@ -106,7 +107,8 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         except StoreUnavailable:
             store_ok = False
         ready = store_ok and service.warmed.is_set()
-        body = {"ready": ready, "store": store_ok, "warmed_up": service.warmed.is_set()}
+        body = {"ready": ready, "store": store_ok, "warmed_up": service.warmed.is_set(),
+                "compiling": service.compiling()}
         return JSONResponse(body, status_code=200 if ready else 503)
 
     @app.get("/metrics", tags=["health"])

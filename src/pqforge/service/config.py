@@ -31,6 +31,7 @@ class Settings:
     public_verify: bool = False          # verification without a token
     master_key_file: str | None = None   # default: beside the SQLite file, or ./pqforge-master.key
     warm_up: list[str] = field(default_factory=lambda: ["MAYO-2"])  # plus every stored key's algorithm
+    compile_rest: bool = True            # after the served paths, the rest of warm_up in a background process
     cache_ttl_s: float = 1.0             # how long a token or key state is trusted before re-reading
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None

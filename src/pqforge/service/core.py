@@ -10,6 +10,8 @@ import hashlib
 import logging
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import PQForgeError
+from ..jit.cache import JIT_CACHE
 from . import models, tokens
 from .batcher import Batcher, QueueFull
 from .config import Settings
@@ -94,12 +97,17 @@ class Service:
         # pass one built on @serve.batch instead of this process's batcher
         self.submit = submit or self.batcher.submit
         self.warmed = threading.Event()
+        self.rest_compile: subprocess.Popen | None = None    # the background compile (``warm_up``)
         self.drained = threading.Event()    # set once shutdown finished the queued requests
         self._tokens: dict[str, tuple[float, str, list]] = {}
         self._compute = {"backend": settings.backend, "threads": settings.compute_threads}
 
     # --- blocking helpers, run in worker threads -----------------------------------------------
     def warm_up(self) -> None:
+        """Compile what requests take (each algorithm's ``warm_up_serving``), then turn ready; the
+        rest of each algorithm's paths (``pqforge precompile``) follows in a process of its own at
+        low priority, filling the cache without holding this process's GIL (``compile_rest``).
+        A request for a path not compiled yet compiles it, or waits for it: nothing fails."""
         names = set(self.settings.warm_up)
         try:
             names.update(self.store.key_algorithms())
@@ -107,9 +115,25 @@ class Service:
             log.warning("store unavailable at start; warming up only the configured algorithms")
         for name in sorted(names):
             started = time.monotonic()
-            algorithm(name, "warm_up").warm_up()
-            log.info("warmed up %s in %.1f s", name, time.monotonic() - started)
+            algorithm(name, "warm_up").warm_up_serving()
+            log.info("warmed up %s for serving in %.1f s", name, time.monotonic() - started)
         self.warmed.set()
+        if names and self.settings.compile_rest and JIT_CACHE:
+            self.rest_compile = subprocess.Popen(
+                [sys.executable, "-m", "pqforge.cli", "precompile", "--alg", *sorted(names)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                preexec_fn=(lambda: os.nice(10)) if hasattr(os, "nice") else None)
+            log.info("compiling the other paths of %s in the background (pid %d)", ", ".join(sorted(names)),
+                     self.rest_compile.pid)
+
+    def compiling(self) -> bool:
+        """Whether the background compile of the other paths is still running (and reap it once ended)."""
+        return self.rest_compile is not None and self.rest_compile.poll() is None
+
+    def stop_compiling(self) -> None:
+        if self.compiling():
+            self.rest_compile.terminate()
+            self.rest_compile.wait(10)
 
     def authenticate(self, header: str | None, cached_only: bool = False) -> Principal | None:
         """The caller's Principal; with ``cached_only``, None when the store must be asked (the

@@ -6,7 +6,7 @@ estimate. The operations in ``mayo.scheme`` carry ``@compiling(path)`` and nothi
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, TypeVar
 
 from numba import types
 
@@ -15,7 +15,9 @@ from ...jit.cache import Operation
 from ...jit.cache import compiling as notice
 from ...jit.units import Ahead, obtain, prefetch
 from ..params import MayoParams
-from . import encoded, layout, sign, solve, verify, whipping
+from . import batch, encoded, layout, sign, solve, verify, whipping
+
+T = TypeVar("T")
 
 COMPILE_SECONDS = {
     "portable": {"keygen": 9, "secret-key expansion": 2, "sign": 10, "verify": 8, "verify (bit planes)": 8},
@@ -29,7 +31,9 @@ notice (a helper process compiles signing's and verification's kernels from the 
 # The kernels that signing and verification call from here, with the argument types of those
 # calls, for each kernel set and vector size (1, 2 or 3 limbs): a first use has them compiled in
 # a helper process beside this one (``pqforge.jit.units``).
-_u8 = {d: types.Array(types.uint8, d, "C") for d in (1, 2)}
+_u8 = {d: types.Array(types.uint8, d, "C") for d in (1, 2, 3)}
+_ro = {d: types.Array(types.uint8, d, "C", readonly=True) for d in (1, 2)}     # views of bytes
+_verdicts = types.Array(types.boolean, 1, "C")
 _u64 = {d: types.Array(types.uint64, d, "C") for d in (1, 2, 3)}
 _int, _tail = types.int64, types.Array(types.int64, 1, "C")
 _bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
@@ -56,6 +60,22 @@ VERIFY = {
 }
 """Verification's kernel for a key's encoding (the bit-plane form comes after ``BITSLICED_AFTER``
 verifications with one key, with its own notice)."""
+SIGN_CHUNK = {
+    **{name: tuple(Ahead(batch.sign_chunk_encoded, (_u8[2], _u64[1], _u8[3], _u8[2], _u8[2], _tail, _int,
+                                                    types.UniTuple(_int, limbs), forms, _u8[2], _verdicts, _addresses))
+                   for limbs in _LIMBS) for name, forms in _FORMS.items()},
+    "portable": (Ahead(batch.sign_chunk, (_u8[2], _u64[2], _u64[3], _u8[3], _u8[2], _u8[2], _tail, _int, _u8[2],
+                                          _verdicts, _addresses)),) * 3,
+}
+VERIFY_CHUNK = {
+    **{name: tuple(Ahead(batch.verify_chunk_encoded, (_u8[1], _int, types.UniTuple(_int, limbs), forms, _ro[1], _tail,
+                                                      _ro[2], _tail, _int, _int, _int, _int, _verdicts, _addresses))
+                   for limbs in _LIMBS) for name, forms in _FORMS.items()},
+    "portable": (Ahead(batch.verify_chunk, (_u64[2], types.boolean, _ro[1], _tail, _ro[2], _tail, _int, _int, _int,
+                                            _int, _verdicts, _addresses)),) * 3,
+}
+SIGNING_HASHES = Ahead(batch.signing_hashes, (_ro[1], _tail, _ro[2], _ro[2], _tail, _int, _u8[2], _u8[2], _u8[3], _u8[2]))
+"""The one-key batch loops (``batch_cpu.sign_loop``, ``verify_loop``) and the batch's hashing."""
 
 
 def signing(p: MayoParams) -> tuple:
@@ -65,6 +85,24 @@ def signing(p: MayoParams) -> tuple:
 
 def verifying(p: MayoParams) -> tuple:
     return whipping.WHIP, VERIFY[sets.NAME][p.limbs - 1]
+
+
+def serving(p: MayoParams) -> tuple:
+    """What ``pqforge serve`` batches its sign and verify requests into, for p: the one-key
+    batch loops, the batch's hashing and the units they call. The largest first, for the helper
+    that starts on them while this process generates a key (``compile_serving``)."""
+    i = p.limbs - 1
+    return VERIFY_CHUNK[sets.NAME][i], solve.SOLVE, SIGN_CHUNK[sets.NAME][i], whipping.WHIP, SIGNING_HASHES
+
+
+def compile_serving(p: MayoParams, meanwhile: Callable[[], T]) -> T:
+    """Compile ``serving(p)`` side by side: a helper process starts on the list, this process
+    runs ``meanwhile`` (key generation, with its own notice), then takes the entries the helper
+    has not claimed and waits for those it has; returns what ``meanwhile`` returned."""
+    prefetch(serving(p))
+    result = meanwhile()
+    obtain(serving(p))
+    return result
 
 
 def _prepare(path: str) -> Callable[[MayoParams], None]:
