@@ -1,12 +1,17 @@
 """First use from an empty cache under each kernel set, as a results file for BENCHMARKS.md.
 
     python benchmarks/startup_sets.py [--alg NAME ...] [--sets SET,...] [--rounds N] [--out FILE]
+    python benchmarks/startup_sets.py --serve [--sets SET,...] [--rounds N] [--out FILE]
 
 For each round, algorithm and kernel set in turn (interleaved), ``pqforge.bench.startup`` runs
 a new interpreter with an empty numba cache (the first key, then the rest of the round trip:
 keygen + sign + verify, or keygen + encap + decap), then one with the cache it filled, then
 numba's floor (a process that calls one cached one-line kernel). Writes one JSON Lines file in
 the format of ``benchmarks/results/README.md``: seconds, the least over the rounds in the table.
+
+With ``--serve``: ``pqforge serve`` (default settings: MAYO-2 warmed up) started with an empty
+cache and a new SQLite file under each set in turn; the seconds until ``/readyz`` answers 200,
+and until it reports that the background compile of the other paths has ended.
 """
 
 from __future__ import annotations
@@ -16,12 +21,78 @@ import datetime as dt
 import json
 import os
 import platform
+import socket
+import subprocess
 import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from tables import machine  # (benchmarks/ is on the path of a script run from it)
 
 HERE = Path(__file__).resolve().parent
+
+
+def _readyz(url: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as answer:
+            return json.loads(answer.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def cold_serve(kernel_set: str, limit_s: float = 900) -> dict:
+    """Seconds from starting ``pqforge serve`` with an empty cache until ``/readyz`` is 200, and
+    until it no longer reports ``compiling``."""
+    with tempfile.TemporaryDirectory() as tmp, socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(tmp) / "cache"), "PQFORGE_KERNELS": kernel_set}
+        start = time.monotonic()
+        server = subprocess.Popen([sys.executable, "-m", "pqforge.cli", "serve", "--store",
+                                   f"sqlite:///{Path(tmp) / 'pqforge.db'}", "--port", str(port)],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ready = None
+        try:
+            while time.monotonic() - start < limit_s:
+                body = _readyz(f"http://127.0.0.1:{port}/readyz")
+                now = time.monotonic() - start
+                if body and body.get("ready") and ready is None:
+                    ready = now
+                if ready is not None and body and not body.get("compiling"):
+                    return {"serve: ready": round(ready, 1), "serve: all compiled": round(now, 1)}
+                time.sleep(0.25)
+            raise RuntimeError(f"pqforge serve ({kernel_set}) not ready and compiled in {limit_s} s")
+        finally:
+            server.terminate()
+            server.wait(60)
+
+
+def serve_main(args, chosen: list[str]) -> None:
+    start = dt.datetime.now(dt.timezone.utc)
+    rows = []
+    for round_ in range(1, args.rounds + 1):
+        for name in chosen:
+            rows.append({"round": round_, "alg": "MAYO-2", "impl": f"{name} set", "s": cold_serve(name)})
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    end = dt.datetime.now(dt.timezone.utc)
+    meta = {"comparison": "cold-serve", "machine": machine(), "date": start.strftime("%Y-%m-%d"),
+            "time_utc": f"{start:%H:%M}-{end:%H:%M}", "unit": "s",
+            "command": f"`python benchmarks/startup_sets.py --serve --sets {','.join(chosen)} --rounds {args.rounds}`",
+            "method": "per round, each set in turn: `pqforge serve` with default settings (MAYO-2 warmed up), an "
+                      "empty numba cache and a new SQLite file; seconds from the start of the process until "
+                      "`/readyz` answers 200 (the paths requests take are compiled), and until it no longer "
+                      "reports `compiling` (the background compile of the other paths has ended)",
+            "kernels": "each column names its set (`PQFORGE_KERNELS`)",
+            "python": platform.python_version()}
+    out = args.out or HERE / "results" / f"cold-serve-{start:%Y-%m-%d-%H%M}.jsonl"
+    with out.open("w", encoding="utf-8") as f:
+        for record in [{"meta": meta}, *rows]:
+            f.write(json.dumps(record) + "\n")
+    print(out)
 
 
 def main() -> None:
@@ -34,8 +105,11 @@ def main() -> None:
                         help="kernel sets, comma-separated (default: every set this CPU runs)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path, help="results file (default: a new one under benchmarks/results)")
+    parser.add_argument("--serve", action="store_true", help="time a cold `pqforge serve` until it is ready")
     args = parser.parse_args()
     algs, chosen = args.alg or ["MAYO-2"], args.sets.split(",")
+    if args.serve:
+        return serve_main(args, chosen)
     start = dt.datetime.now(dt.timezone.utc)
     rows = []
     for round_ in range(1, args.rounds + 1):

@@ -117,14 +117,14 @@ class Service:
             started = time.monotonic()
             algorithm(name, "warm_up").warm_up_serving()
             log.info("warmed up %s for serving in %.1f s", name, time.monotonic() - started)
-        self.warmed.set()
-        if names and self.settings.compile_rest and JIT_CACHE:
+        if names and self.settings.compile_rest and JIT_CACHE:      # started first: /readyz says so from the start
             self.rest_compile = subprocess.Popen(
                 [sys.executable, "-m", "pqforge.cli", "precompile", "--alg", *sorted(names)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 preexec_fn=(lambda: os.nice(10)) if hasattr(os, "nice") else None)
             log.info("compiling the other paths of %s in the background (pid %d)", ", ".join(sorted(names)),
                      self.rest_compile.pid)
+        self.warmed.set()
 
     def compiling(self) -> bool:
         """Whether the background compile of the other paths is still running (and reap it once ended)."""
