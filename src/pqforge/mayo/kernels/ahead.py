@@ -42,7 +42,7 @@ _LIMBS = (1, 2, 3)
 _FORMS = {"gfni": _u64[1], "avx2": _u64[2]}      # the type of ``sets.FORMS``
 SIGN_ATTEMPT = {
     **{name: tuple(Ahead(encoded.sign_attempt, (_u8[2], _u8[1], _u64[1], _int, _u8[1], _tail,
-                                                     types.UniTuple(_int, limbs), forms, _u8[1], _addresses))
+                                                types.UniTuple(_int, limbs), forms, _u8[1], _addresses))
                    for limbs in _LIMBS) for name, forms in _FORMS.items()},
     "portable": (Ahead(sign.sign_attempt, (_u8[2], _u8[1], _u64[2], _u64[3], _u8[1], _tail, _u8[1], _addresses)),) * 3,
 }
@@ -53,10 +53,10 @@ NIBBLES = (Ahead(layout.decode_nibbles_into, (_hash, _u8[2])), Ahead(layout.deco
 """Signing's byte boundary: the target, the vinegar bytes and the signature's encoding."""
 VERIFY = {
     **{name: tuple(Ahead(encoded.verify, (_bytes, _bytes, _u8[1], _int, _int, _int, types.UniTuple(_int, limbs),
-                                               forms, _tail, _addresses)) for limbs in _LIMBS)
+                                          forms, _tail, _addresses)) for limbs in _LIMBS)
        for name, forms in _FORMS.items()},
     "portable": tuple(Ahead(verify.verify_sized, (_bytes, _bytes, _u64[2], _int, _int, types.UniTuple(_int, limbs),
-                                                   types.UniTuple(_int, 1), _tail, _addresses)) for limbs in _LIMBS),
+                                                  types.UniTuple(_int, 1), _tail, _addresses)) for limbs in _LIMBS),
 }
 """Verification's kernel for a key's encoding (the bit-plane form comes after ``BITSLICED_AFTER``
 verifications with one key, with its own notice)."""
@@ -129,5 +129,4 @@ def compiling(path: str) -> Callable[[Operation], Operation]:
     def marker(p: MayoParams) -> str:
         sized = path.startswith("verify") or (sets.ENCODED and path in ("keygen", "secret-key expansion", "sign"))
         return f"mayo {path} {sets.NAME}" + (f" {p.limbs} limbs" if sized else "")
-    return notice(path, COMPILE_SECONDS[sets.NAME][path], marker,
-                     prefetch=_prepare(path))
+    return notice(path, COMPILE_SECONDS[sets.NAME][path], marker, prefetch=_prepare(path))
