@@ -239,7 +239,9 @@ def test_ctrl_c_during_a_benchmark_exits_130_quietly():
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
-    assert out == "" and err == "", err
+    # quietly: no table and no traceback; a fast operation (10,000 runs in under 0.5 s) may have
+    # handed over to the next one, whose progress line is all that may follow
+    assert out == "" and all(line.startswith("  MAYO-2 ") for line in err.splitlines()), err
 
 
 # -- output files --------------------------------------------------------------------------------
