@@ -78,17 +78,21 @@ def serve_main(args, chosen: list[str]) -> None:
         for name in chosen:
             rows.append({"round": round_, "alg": "MAYO-2", "impl": f"{name} set", "s": cold_serve(name)})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    _write("cold-serve", start, rows, args.out,
+           command=f"`python benchmarks/startup_sets.py --serve --sets {','.join(chosen)} --rounds {args.rounds}`",
+           method="per round, each set in turn: `pqforge serve` with default settings (MAYO-2 warmed up), an "
+                  "empty numba cache and a new SQLite file; seconds from the start of the process until "
+                  "`/readyz` answers 200 (the paths requests take are compiled), and until it no longer "
+                  "reports `compiling` (the background compile of the other paths has ended)",
+           kernels="each column names its set (`PQFORGE_KERNELS`)")
+
+
+def _write(comparison: str, start: dt.datetime, rows: list, out: Path | None, **fields: str) -> None:
+    """One results file (``benchmarks/results/README.md``): the run's meta line, then ``rows``."""
     end = dt.datetime.now(dt.timezone.utc)
-    meta = {"comparison": "cold-serve", "machine": machine(), "date": start.strftime("%Y-%m-%d"),
-            "time_utc": f"{start:%H:%M}-{end:%H:%M}", "unit": "s",
-            "command": f"`python benchmarks/startup_sets.py --serve --sets {','.join(chosen)} --rounds {args.rounds}`",
-            "method": "per round, each set in turn: `pqforge serve` with default settings (MAYO-2 warmed up), an "
-                      "empty numba cache and a new SQLite file; seconds from the start of the process until "
-                      "`/readyz` answers 200 (the paths requests take are compiled), and until it no longer "
-                      "reports `compiling` (the background compile of the other paths has ended)",
-            "kernels": "each column names its set (`PQFORGE_KERNELS`)",
-            "python": platform.python_version()}
-    out = args.out or HERE / "results" / f"cold-serve-{start:%Y-%m-%d-%H%M}.jsonl"
+    meta = {"comparison": comparison, "machine": machine(), "date": start.strftime("%Y-%m-%d"),
+            "time_utc": f"{start:%H:%M}-{end:%H:%M}", "unit": "s", **fields, "python": platform.python_version()}
+    out = out or HERE / "results" / f"{comparison}-{start:%Y-%m-%d-%H%M}.jsonl"
     with out.open("w", encoding="utf-8") as f:
         for record in [{"meta": meta}, *rows]:
             f.write(json.dumps(record) + "\n")
@@ -124,22 +128,13 @@ def main() -> None:
                 impl = f"{name} set" if alg.startswith("MAYO") else "its kernels"
                 rows.append({"round": round_, "alg": alg, "impl": impl, "s": {k: round(v, 2) for k, v in row.items()}})
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    end = dt.datetime.now(dt.timezone.utc)
-    meta = {"comparison": "cold-start", "machine": machine(), "date": start.strftime("%Y-%m-%d"),
-            "time_utc": f"{start:%H:%M}-{end:%H:%M}", "unit": "s",
-            "command": f"`python benchmarks/startup_sets.py {' '.join('--alg ' + a for a in algs)} "
-                       f"--sets {','.join(chosen)} --rounds {args.rounds}`",
-            "method": "per round, each algorithm and set in turn: a new interpreter with an empty numba cache "
-                      "(the first key, then the whole round trip from the start of the import), the next one "
-                      "with that cache, then numba's floor; the compile helpers use the other cores",
-            "kernels": "each column names its set (`PQFORGE_KERNELS`; McEliece has one)",
-            "python": platform.python_version()}
-    out = args.out or HERE / "results" / f"cold-start-{start:%Y-%m-%d-%H%M}.jsonl"
-    with out.open("w", encoding="utf-8") as f:
-        for record in [{"meta": meta}, *rows]:
-            f.write(json.dumps(record) + "\n")
-    print(out)
-
+    _write("cold-start", start, rows, args.out,
+           command=f"`python benchmarks/startup_sets.py {' '.join('--alg ' + a for a in algs)} "
+                   f"--sets {','.join(chosen)} --rounds {args.rounds}`",
+           method="per round, each algorithm and set in turn: a new interpreter with an empty numba cache "
+                  "(the first key, then the whole round trip from the start of the import), the next one "
+                  "with that cache, then numba's floor; the compile helpers use the other cores",
+           kernels="each column names its set (`PQFORGE_KERNELS`; McEliece has one)")
 
 if __name__ == "__main__":
     main()
