@@ -2,6 +2,7 @@
 
     python benchmarks/service_load.py [--seconds 10] [--connections 64] [--rounds 2] [--no-write]
     python benchmarks/service_load.py --overload [--max-queue 128] [--seconds 10] [--connections 64]
+    python benchmarks/service_load.py --threads [--seconds 10] [--connections 64] [--rounds 2]
 
 Starts one ``pqforge serve`` with its default settings on an ephemeral loopback port (a fresh
 SQLite store, one MAYO-2 key), then, each round, interleaved: ``GET /healthz`` (the HTTP ceiling
@@ -14,6 +15,11 @@ server's CPU time per request, and writes one results file (``benchmarks/results
 
 Targets: single sign at 64 clients >= 50% of ``sign_many`` with p99 <= 50 ms; single verify >=
 50% of ``/healthz``.
+
+``--threads``: where a single request's server time goes. For healthz, sign and verify, the CPU
+time per request of the event-loop thread (the process's first) and of all its other threads
+(batch executor, chunk workers, store), read from /proc before and after each wrk run, and the
+machine's idle share meanwhile (Linux only; writes no results file).
 
 ``--overload``: the server with a short queue (``max_queue``, per key and operation), then
 single-message signing from 8 times as many connections as the queue holds (more requests
@@ -54,6 +60,20 @@ def _results_path(tag: str, date: str) -> Path:
     raise SystemExit("too many results files for one day")
 
 
+def _requests(port: int, token: str, alg: str) -> dict[str, tuple[str, list[bytes]]]:
+    """operation -> (path, request bodies) for wrk, against a new key of ``alg`` on the server."""
+    with Client(f"http://127.0.0.1:{port}", token) as c:
+        key = c.create_key(alg)
+        messages = [b"wrk message %d" % i for i in range(4096)]
+        signatures = c.sign_many(key["id"], messages)
+    b64 = lambda b: base64.b64encode(b).decode()
+    sign_bodies = [json.dumps({"message": b64(m)}).encode() for m in messages]
+    verify_bodies = [json.dumps({"key_id": key["id"], "message": b64(m), "signature": b64(s)}).encode()
+                     for m, s in zip(messages, signatures)]
+    return {"healthz": ("/healthz", []), "sign": (f"/v1/keys/{key['id']}/sign", sign_bodies),
+            "verify": ("/v1/verify", verify_bodies)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--alg", default="MAYO-2")
@@ -64,11 +84,15 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true", help="print only; write no results file")
     parser.add_argument("--overload", action="store_true", help="show the answers under overload, then recovery")
     parser.add_argument("--max-queue", type=int, default=128, help="the server's max_queue with --overload")
+    parser.add_argument("--threads", action="store_true",
+                        help="where single requests' server time goes: CPU per request by thread, machine idle")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("service_load: needs wrk (apt-get install wrk)")
     if args.overload:
         return overload(args)
+    if args.threads:
+        return threads(args)
 
     alg = algorithms.get(args.alg)
     many = [b"bench message %d" % i for i in range(256)]
@@ -85,16 +109,7 @@ def main() -> int:
         workdir = Path(tmp)
         proc, port, token = start_server(workdir, alg.name, 256, 2.0, "cpu", 1, max_queue=None)
         try:
-            with Client(f"http://127.0.0.1:{port}", token) as c:
-                key = c.create_key(alg.name)
-                messages = [b"wrk message %d" % i for i in range(4096)]
-                signatures = c.sign_many(key["id"], messages)
-            b64 = lambda b: base64.b64encode(b).decode()
-            sign_bodies = [json.dumps({"message": b64(m)}).encode() for m in messages]
-            verify_bodies = [json.dumps({"key_id": key["id"], "message": b64(m), "signature": b64(s)}).encode()
-                             for m, s in zip(messages, signatures)]
-            http = {"healthz": ("/healthz", []), "sign": (f"/v1/keys/{key['id']}/sign", sign_bodies),
-                    "verify": ("/v1/verify", verify_bodies)}
+            http = _requests(port, token, alg.name)
 
             def served(op: str) -> float:
                 path, bodies = http[op]
@@ -179,6 +194,50 @@ def overload(args) -> int:
                 print(f"  {phase:<8} {connections:>5} connections: {per_status.get('200', 0):>7,.0f} signatures/s, "
                       f"{per_status.get('429', 0):>7,.0f} 429/s, other {sum(v for k, v in per_status.items() if k not in ('200', '429')):.0f}/s; "
                       f"p50 {result['p50_ms']:.1f} ms, p99 {result['p99_ms']:.1f} ms (all answers)", flush=True)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+    return 0
+
+
+def _thread_seconds(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of ``pid`` (Linux's /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    seconds = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except FileNotFoundError:       # the thread ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        seconds[int(tid)] = (int(fields[11]) + int(fields[12])) / tick
+    return seconds
+
+
+def _idle_jiffies() -> tuple[int, int]:
+    """(idle, total) jiffies of the machine so far (/proc/stat)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return values[3] + values[4], sum(values)
+
+
+def threads(args) -> int:
+    with tempfile.TemporaryDirectory(prefix="pqforge-load-") as tmp:
+        workdir = Path(tmp)
+        proc, port, token = start_server(workdir, args.alg, 256, 2.0, "cpu", 1, max_queue=None)
+        try:
+            http = _requests(port, token, args.alg)
+            for round_ in range(1, args.rounds + 1):
+                for op, (path, bodies) in http.items():
+                    load_wrk(port, token, path, bodies, args.connections, 1.0, workdir)     # settle
+                    before, (idle0, total0) = _thread_seconds(proc.pid), _idle_jiffies()
+                    result = load_wrk(port, token, path, bodies, args.connections, args.seconds, workdir)
+                    after, (idle1, total1) = _thread_seconds(proc.pid), _idle_jiffies()
+                    n = max(1, result["requests"])
+                    loop = (after.get(proc.pid, 0) - before.get(proc.pid, 0)) / n * 1e6
+                    batch = sum(after[t] - before.get(t, 0) for t in after if t != proc.pid) / n * 1e6
+                    print(f"round {round_} {op:<8} {result['per_s']:>7,.0f}/s  p50 {result['p50_ms']:5.1f} ms  "
+                          f"event loop {loop:5.0f} us/request  batch threads {batch:5.0f} us/request  "
+                          f"machine idle {100 * (idle1 - idle0) / max(1, total1 - total0):3.0f}%", flush=True)
         finally:
             proc.terminate()
             proc.wait(timeout=60)
