@@ -155,20 +155,14 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         return await change_state(key_id, "destroyed", who)
 
     # --- signatures --------------------------------------------------------------------------
+    # FastPath answers the four requests below; these routes document them (and serve them without it)
     @app.post("/v1/keys/{key_id}/sign", response_model=models.Signature, tags=["signatures"])
     async def sign(key_id: str, body: models.Sign, request: Request, who: Principal = Depends(principal)):
-        # FastPath answers these requests; this route documents them (and serves them without it)
         return Response(await service.sign_one(key_id, body, who, request.receive), media_type="application/json")
 
     @app.post("/v1/keys/{key_id}/sign-many", response_model=models.Signatures, tags=["signatures"])
     async def sign_many(key_id: str, body: models.SignMany, who: Principal = Depends(principal)):
-        who.require(f"sign:{key_id}")
-        service.check_count(len(body.messages), "messages")
-        items = [(m, who.token_id) for m in body.messages]
-        signatures = await asyncio.get_running_loop().run_in_executor(service.executor, service.sign_batch,
-                                                                       key_id, items)
-        service.metrics.observe_batch("sign-many", len(items), service.batcher.depth())
-        return JSONResponse({"signatures": [b64(s) for s in signatures]})
+        return Response(await service.sign_many(key_id, body, who), media_type="application/json")
 
     @app.post("/v1/verify", response_model=models.Verdict, tags=["signatures"], **verify_security)
     async def verify(body: models.Verify, request: Request, who: Principal = Depends(principal)):
@@ -176,17 +170,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
 
     @app.post("/v1/verify-many", response_model=models.Verdicts, tags=["signatures"], **verify_security)
     async def verify_many(body: models.VerifyMany, who: Principal = Depends(principal)):
-        if not settings.public_verify:
-            who.require("verify")
-        service.check_count(len(body.messages), "messages")
-        if len(body.signatures) != len(body.messages):
-            raise ApiError(422, "invalid", f"signatures: expected one per message ({len(body.messages)}), "
-                                           f"got {len(body.signatures)}", "signatures")
-        _, pk = service.public_key_for(body, cached_only=True) or await run_in_threadpool(service.public_key_for, body)
-        # a signature of the wrong length is not valid (False in its place), as in the library
-        valid = await asyncio.get_running_loop().run_in_executor(
-            service.executor, service.verify_batch, pk, list(zip(body.messages, body.signatures)))
-        return JSONResponse({"valid": valid})
+        return Response(await service.verify_many(body, who), media_type="application/json")
 
     # --- KEM -----------------------------------------------------------------------------------
     @app.post("/v1/keys/{key_id}/encapsulate", response_model=models.Encapsulation, tags=["kem"])

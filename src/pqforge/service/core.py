@@ -227,6 +227,29 @@ class Service:
                                    lambda items: self.verify_batch(pk, items))
         return b'{"valid":true}' if valid else b'{"valid":false}'
 
+    async def sign_many(self, key_id: str, body: models.SignMany, who: Principal) -> bytes:
+        """The JSON answer to one many-message signing request: its messages are a batch of their own."""
+        who.require(f"sign:{key_id}")
+        self.check_count(len(body.messages), "messages")
+        items = [(m, who.token_id) for m in body.messages]
+        signatures = await asyncio.get_running_loop().run_in_executor(self.executor, self.sign_batch, key_id, items)
+        self.metrics.observe_batch("sign-many", len(items), self.batcher.depth())
+        return b'{"signatures":[%s]}' % b",".join([b'"%s"' % base64.b64encode(s) for s in signatures])
+
+    async def verify_many(self, body: models.VerifyMany, who: Principal) -> bytes:
+        """The JSON answer to one many-message verification request: a batch of its own."""
+        if not self.settings.public_verify:
+            who.require("verify")
+        self.check_count(len(body.messages), "messages")
+        if len(body.signatures) != len(body.messages):
+            raise ApiError(422, "invalid", f"signatures: expected one per message ({len(body.messages)}), "
+                                           f"got {len(body.signatures)}", "signatures")
+        _, pk = self.public_key_for(body, cached_only=True) or await run_in_threadpool(self.public_key_for, body)
+        # a signature of the wrong length is not valid (false in its place), as in the library
+        valid = await asyncio.get_running_loop().run_in_executor(
+            self.executor, self.verify_batch, pk, list(zip(body.messages, body.signatures)))
+        return b'{"valid":[%s]}' % b",".join([b"true" if v else b"false" for v in valid])
+
     def public_key_for(self, body: models._KeyChoice, cached_only: bool = False):
         """(key id or None, library public key) for a verify request; with ``cached_only``, None
         when the store must be asked."""

@@ -110,9 +110,13 @@ class TokenFirst:
         await self.app(scope, receive, send)
 
 
+# (operation, without a key id in the path) of the requests FastPath answers
+_FAST = {("sign", False), ("verify", True), ("sign-many", False), ("verify-many", True)}
+
+
 class FastPath:
-    """Pure ASGI app in front of everything, answering the hot path, single-message sign and verify
-    requests, in one coroutine: without Guard and TokenFirst as layers, and without FastAPI's
+    """Pure ASGI app in front of everything, answering the hot path, the sign and verify requests
+    (single- and many-message), in one coroutine: without Guard and TokenFirst as layers, and without FastAPI's
     routing, dependency and response machinery (together they cost more than the signing itself
     per request). The same checks in the same order (body size, token, Content-Type, the same
     pydantic models), the same batching, error answers and metrics; the FastAPI routes keep
@@ -126,12 +130,12 @@ class FastPath:
             return await self.app(scope, receive, send)
         path = scope["path"]
         operation, key_id = route("POST", path)
-        if not (operation == "sign" and key_id is not None or operation == "verify" and key_id is None):
+        if (operation, key_id is None) not in _FAST:
             return await self.app(scope, receive, send)
         service = self.service
         started = time.perf_counter()
         try:
-            answer = await self._answer(scope, receive, key_id)
+            answer = await self._answer(scope, receive, operation, key_id)
         except Exception as exc:
             answer = error_response(service, exc, "POST", path)
         if isinstance(answer, bytes):
@@ -144,7 +148,7 @@ class FastPath:
             await answer(scope, receive, send)
         service.metrics.record(operation, status, time.perf_counter() - started)
 
-    async def _answer(self, scope, receive, key_id: str | None):
+    async def _answer(self, scope, receive, operation: str, key_id: str | None):
         """The answer's JSON body, or an error Response (a refused body) to send as it is."""
         service = self.service
         limit = service.settings.max_body_bytes
@@ -173,6 +177,10 @@ class FastPath:
                 break
         if not json_media(content_type):
             raise bad_body(content_type)
-        if key_id is None:
+        if operation == "sign":
+            return await service.sign_one(key_id, models.Sign.model_validate_json(body), who, receive)
+        if operation == "verify":
             return await service.verify_one(models.Verify.model_validate_json(body), who, receive)
-        return await service.sign_one(key_id, models.Sign.model_validate_json(body), who, receive)
+        if operation == "sign-many":
+            return await service.sign_many(key_id, models.SignMany.model_validate_json(body), who)
+        return await service.verify_many(models.VerifyMany.model_validate_json(body), who)

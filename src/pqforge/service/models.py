@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
+import sys
 from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
+
+
+if sys.version_info >= (3, 11):
+    # one C call; accepts exactly what b64decode(validate=True) does, without its regex per item
+    _decode = functools.partial(binascii.a2b_base64, strict_mode=True)
+else:
+    _decode = functools.partial(base64.b64decode, validate=True)
 
 
 def _b64(value):
@@ -15,7 +24,7 @@ def _b64(value):
     if not isinstance(value, str):
         raise ValueError("expected a base64 string")
     try:
-        return base64.b64decode(value, validate=True)
+        return _decode(value)
     except (binascii.Error, ValueError):
         raise ValueError("expected base64 (standard alphabet, padded)") from None
 
