@@ -118,7 +118,11 @@ def _prepare(path: str) -> Callable[[MayoParams], None]:
             prefetch(verifying(p), later=signing(p))
             obtain(verifying(p))
         elif path in ("keygen", "secret-key expansion"):
-            prefetch(later=signing(p) + verifying(p))
+            # the solver, verification's kernel, then the rest of signing: this process compiles
+            # the whip when signing starts, so both cores stay busy to the end of a first
+            # keygen, sign and verify (with verification's kernel last, one core compiled it alone)
+            sign_list = signing(p)
+            prefetch(later=(sign_list[0], verifying(p)[-1]) + sign_list[1:])
     return prepare
 
 

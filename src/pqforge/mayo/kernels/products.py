@@ -172,8 +172,14 @@ def quadratic_pairs(X, P, U):
     Xt = np.ascontiguousarray(X.T)
     XP = np.zeros((k, size, W), np.uint64)
     mul_transposed_packed(Xt, P, XP)                         # x_i^T P
-    Ut = np.zeros((k, k, W), np.uint64)
-    mul_transposed(Xt, np.ascontiguousarray(XP.transpose(1, 0, 2)), False, Ut)
+    XPt = np.empty((size, k, W), np.uint64)     # (x_i^T P)_c as row c: element loops, as below
     for i in range(k):
-        for j in range(k):
-            U[i, j] = Ut[j, i]
+        for c in range(size):
+            for w in range(W):
+                XPt[c, i, w] = XP[i, c, w]
+    Ut = np.zeros((k, k, W), np.uint64)
+    mul_transposed(Xt, XPt, False, Ut)
+    for i in range(k):              # not U[i, j] = Ut[j, i]: a slice assignment's shape check
+        for j in range(k):          # costs seconds of compiling (its error message's formatting)
+            for w in range(W):
+                U[i, j, w] = Ut[j, i, w]

@@ -111,8 +111,9 @@ def _public_pairs(X, P, U, limbs, nibbles):
                 xor_block(bins, (16 * j + (np.int64(X[j, c]) & 15)) * W, flat, e, limbs)
             e += W
         # the buckets are never cleared: they hold rows 0..r, and row r is the change since r-1
-        Px[:] = total
-        total[:] = 0
+        for q in range(k * W):      # element loops, not Px[:] = total: its shape check costs
+            Px[q] = total[q]        # seconds of compiling (an error message's formatting)
+            total[q] = 0
         for j in range(k):
             _drain_buckets(bins, 16 * W * j, total, W * j, acc, limbs, nibbles)
         Px ^= total
