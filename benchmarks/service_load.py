@@ -156,12 +156,19 @@ def main() -> int:
                       f"`POST /v1/keys/ID/sign`, the library's `sign_many` (256 messages per call, at least 3 s), "
                       f"single `POST /v1/verify`, `verify_many`; the service's row is requests per second",
             "p99_ms": ", ".join(latencies),
-            "kernels": os.environ.get("PQFORGE_KERNELS", "the default set for this CPU"),
+            "kernels": _kernel_set(),
             "python": sys.version.split()[0]}
     path = _results_path(args.machine_tag, date)
     path.write_text("".join(json.dumps(line) + "\n" for line in [{"meta": meta}, *rows]))
     print(f"wrote {path}")
     return 0
+
+
+def _kernel_set() -> str:
+    """The MAYO kernel set the server ran: its own choice, made as this process makes it."""
+    from pqforge.gf16 import sets
+    forced = os.environ.get(sets.ENV, "auto").strip().lower() not in ("", "auto")
+    return f"{sets.NAME} ({'forced with ' + sets.ENV if forced else 'the default on this CPU'})"
 
 
 def _status_counts(port: int, operation: str) -> dict[str, float]:
