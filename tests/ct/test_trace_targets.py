@@ -47,10 +47,9 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     covered = {t.func for t in KERNELS}
     # public data and sizes; named without a fallback, so that a renamed kernel fails here
     public_only = {getattr(products, n) for n in ("packed_row_starts", "place_rows")}
-    public_only |= {getattr(verify, n) for n in ("evaluate_public", "evaluate_public_sized", "_evaluate_any_size",
-                                                 "public_pairs", "public_pairs_nibbles", "_public_pairs_any",
-                                                 "_public_pairs_checked", "_public_pairs", "_drain_buckets",
-                                                 "_times_x", "_nibbles_times_x", "_aligned_zeros", "verify_sized")}
+    public_only |= {getattr(verify, n) for n in ("evaluate_public_sized", "public_pairs", "public_pairs_nibbles",
+                                                 "_public_pairs_any", "_public_pairs_checked", "_public_pairs",
+                                                 "_drain_buckets", "_times_x", "_nibbles_times_x", "_aligned_zeros", "verify_sized")}
     public_only |= {getattr(layout, n) for n in ("slots_to_bitsliced", "equals_nibbles", "encode_nibbles_into")}
     inner = {getattr(solve, n) for n in ("_entry", "_lowest_bit", "_gt_bit", "_transpose64", "sample_solution_bitsliced",
                                          "_echelon_form", "_row_update")}
@@ -60,7 +59,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     public_only |= {bk.verdict, bk._equal, bk._element_scratch, bk.verify_chunk, bk.verify_chunk_encoded,
                     bk.verify_fresh_keys, bk.verify_fresh_keys_encoded, bk._element_inputs, bk._target,
                     bk.targets, shake.shake256_rows}
-    inner |= {bk.sign_chunk, bk.sign_chunk_encoded, bk.sign_fresh_keys, bk.sign_fresh_keys_encoded,
+    inner |= {bk._put, bk.sign_chunk, bk.sign_chunk_encoded, bk.sign_fresh_keys, bk.sign_fresh_keys_encoded,
               bk.public_keys_chunk, bk.public_keys_chunk_encoded, shake.keccak_f1600}
     modules = [gk, shake, *(importlib.import_module(f"{mk.__name__}.{m.name}") for m in pkgutil.iter_modules(mk.__path__)
                             if m.name != "encoded")]

@@ -278,11 +278,6 @@ def test_quadratic_pairs_and_public_evaluation():
         fn(S, Pn, U)
         assert np.array_equal(U, nibble_slots(got.reshape(k * k, m), 4).reshape(k, k, 4))
     y_ref, _ = ref_whip(got, np.zeros((k, 0, m), np.uint8), m, tail)
-    for fn in (mk.evaluate_public, pure(mk.evaluate_public)):
-        for P, encoded_form in ((Pn, True), (Pp, False)):
-            y = np.zeros(m, np.uint8)
-            fn(S, P, encoded_form, np.array(tail, np.int64), y, mk.verify_units())
-            assert np.array_equal(y, y_ref)
     for fn in (mk.evaluate_public_sized, pure(mk.evaluate_public_sized)):   # size and form as types
         for P, nibbles in ((Pn, (0,)), (Pp, ())):
             y = np.ones(m, np.uint8)                                          # overwritten

@@ -210,7 +210,8 @@ def _mayo_kernel_targets():
         entries = _el(rng, p.n * (p.n + 1) // 2, p.m)
         P = np.zeros((entries.shape[0], p.words), np.uint64)
         P.view(np.uint8)[:, :p.m_bytes] = entries[:, 0::2] | (entries[:, 1::2] << 4)
-        return (_el(rng, p.k, p.n), P, True, np.array(p.f_tail, np.int64), np.zeros(p.m, np.uint8), mk.verify_units())
+        return (_el(rng, p.k, p.n), P, p.zero_limbs, (0,), np.array(p.f_tail, np.int64), np.zeros(p.m, np.uint8),
+                mk.verify_units())
 
     return [
         Target("mayo-sign-attempt", "one whole signing attempt in compiled code: products, whipping, "
@@ -219,7 +220,7 @@ def _mayo_kernel_targets():
         Target("mayo-quadratic-pairs", "U[i, j] = v_i^T P1 v_j, P1 packed (V and P1 secret)",
                _k(mk, "quadratic_pairs"), pairs, secret_args=("X", "P"), **algs),
         Target("mayo-evaluate-public", "P*(s) of verification in compiled code: public data only (timing "
-               "only)", _k(mk, "evaluate_public"), evaluate, **algs),
+               "only)", _k(mk, "evaluate_public_sized"), evaluate, **algs),
         Target("mayo-mul-transposed-O", "O^T P2 as in key generation (oil matrix O secret)",
                _k(mk, "mul_transposed"), mt_keygen, secret_args=("B",), **algs),
         Target("mayo-mul-transposed-L", "v_i^T L as in signing (V and L secret)", _k(mk, "mul_transposed"),

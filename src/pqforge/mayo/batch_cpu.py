@@ -59,8 +59,8 @@ def verify_loop(p: MayoParams, key, data, offsets, rows, res) -> None:
         batch_kernels.verify_chunk_encoded(key[0], p.v, p.zero_limbs, sets.FORMS, data, offsets, rows, f_tail,
                                            p.k, p.n, p.m, p.digest_bytes, res, kernels.verify_units())
     else:
-        batch_kernels.verify_chunk(key[0], key[1], data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res,
-                                   kernels.verify_units())
+        batch_kernels.verify_chunk(key[0], p.zero_limbs, (0,) if key[1] else (), data, offsets, rows, f_tail, p.k,
+                                   p.n, p.m, p.digest_bytes, res, kernels.verify_units())
 
 
 def sign_loop(p: MayoParams, esk: scheme.ExpandedSecretKey, V, R, T, S, ok) -> None:
@@ -119,7 +119,7 @@ def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
             batch_kernels.verify_fresh_keys(flat[:len(part) * p12].reshape(len(part), -1, mb),
                                             P3.reshape(len(part), -1, mb), to_p12, to_p3, np.array(first, np.int64),
                                             data, offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes,
-                                            slots, slots.view(np.uint8), res, kernels.verify_units())
+                                            slots, slots.view(np.uint8), p.zero_limbs, res, kernels.verify_units())
         out[idx] = res
 
     pool.run_chunks(work, len(groups), threads, _keys_per_chunk(p))

@@ -244,7 +244,10 @@ class MayoAlgorithm(Algorithm[MayoParams]):
         sk = ahead.compile_serving(self.params, self.generate_private_key)
         msgs = [b"serve", b"warm"]
         sigs = sk.sign_many(msgs, backend="cpu", threads=1)
-        sk.public_key().verify_many(msgs, sigs, backend="cpu", threads=1)
+        pk = sk.public_key()
+        pk.verify_many(msgs, sigs, backend="cpu", threads=1)       # a new key: from its encoding
+        many = scheme.BITSLICED_AFTER                                # a key in steady use: its bit planes
+        pk.verify_many(msgs * many, sigs * many, backend="cpu", threads=1)
 
     def generate_private_keys(self, n: int, rng: Rng | None = None, backend: str | None = None,
                               threads: int | None = None) -> list[MayoPrivateKey]:

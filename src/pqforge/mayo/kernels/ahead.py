@@ -68,11 +68,15 @@ SIGN_CHUNK = {
                                           _verdicts, _addresses)),) * 3,
 }
 VERIFY_CHUNK = {
-    **{name: tuple(Ahead(batch.verify_chunk_encoded, (_u8[1], _int, types.UniTuple(_int, limbs), forms, _ro[1], _tail,
-                                                      _ro[2], _tail, _int, _int, _int, _int, _verdicts, _addresses))
+    **{name: tuple((Ahead(batch.verify_chunk_encoded, (_u8[1], _int, types.UniTuple(_int, limbs), forms, _ro[1], _tail,
+                                                       _ro[2], _tail, _int, _int, _int, _int, _verdicts, _addresses)),)
                    for limbs in _LIMBS) for name, forms in _FORMS.items()},
-    "portable": (Ahead(batch.verify_chunk, (_u64[2], types.boolean, _ro[1], _tail, _ro[2], _tail, _int, _int, _int,
-                                            _int, _verdicts, _addresses)),) * 3,
+    # the portable loop per size and per form of the key: its encoding (a key's first
+    # ``BITSLICED_AFTER`` verifications), then its bit planes
+    "portable": tuple(tuple(Ahead(batch.verify_chunk, (_u64[2], types.UniTuple(_int, limbs), nibbles, _ro[1], _tail,
+                                                       _ro[2], _tail, _int, _int, _int, _int, _verdicts, _addresses))
+                            for nibbles in (types.UniTuple(_int, 1), types.Tuple(())))
+                      for limbs in _LIMBS),
 }
 SIGNING_HASHES = Ahead(batch.signing_hashes, (_ro[1], _tail, _ro[2], _ro[2], _tail, _int, _u8[2], _u8[2], _u8[3], _u8[2]))
 """The one-key batch loops (``batch_cpu.sign_loop``, ``verify_loop``) and the batch's hashing."""
@@ -92,7 +96,7 @@ def serving(p: MayoParams) -> tuple:
     batch loops, the batch's hashing and the units they call. The largest first, for the helper
     that starts on them while this process generates a key (``compile_serving``)."""
     i = p.limbs - 1
-    return VERIFY_CHUNK[sets.NAME][i], solve.SOLVE, SIGN_CHUNK[sets.NAME][i], whipping.WHIP, SIGNING_HASHES
+    return *VERIFY_CHUNK[sets.NAME][i], solve.SOLVE, SIGN_CHUNK[sets.NAME][i], whipping.WHIP, SIGNING_HASHES
 
 
 def compile_serving(p: MayoParams, meanwhile: Callable[[], T]) -> T:

@@ -1,7 +1,7 @@
 """Compiled loops of the CPU batch backend: a whole chunk of a batch per call, without the GIL.
 
 Each loop runs its chunk through the per-instance cores of the bit-plane kernels
-(``evaluate_public``, ``sign_attempt``, the key expansions), or, with an encoded kernel set (GFNI
+(``evaluate_public_sized``, ``sign_attempt``, the key expansions), or, with an encoded kernel set (GFNI
 or AVX2: the ``like`` argument, ``gf16.sets.FORMS``), of ``encoded.py`` (the ``*_encoded``
 loops); the threads of the engine's pool call them on separate cores. The elements
 are hashed in compiled code too (``pqforge.shake``; ``signing_hashes``, ``_element_inputs``), so
@@ -21,7 +21,7 @@ from . import encoded as encoded_set
 from .expansion import expand_secret_from_stream, public_key_from_stream
 from .products import place_rows
 from .sign import assemble_signature, sign_attempt
-from .verify import evaluate_public
+from .verify import evaluate_public_sized
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
@@ -33,11 +33,19 @@ def _equal(y, t) -> bool:
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
-def verdict(s, P, encoded, f_tail, t, y, units) -> bool:
-    """P*(s) == t, with y as scratch. Public data only: the verdict is public."""
-    y[:] = 0
-    evaluate_public(s, P, encoded, f_tail, y, units)
+def verdict(s, P, limbs, nibbles, f_tail, t, y, units) -> bool:
+    """P*(s) == t, with y as scratch, for P of ``limbs`` and form ``nibbles`` (both part of the
+    compiled type: see ``evaluate_public_sized``). Public data only: the verdict is public."""
+    evaluate_public_sized(s, P, limbs, nibbles, f_tail, y, units)
     return _equal(y, t)
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
+def _put(dst, at, src):
+    """dst[at:at + len(src)] = src, element by element: a slice assignment between arrays compiles
+    numba's shape-mismatch message, seconds of a first use. Secret-safe (public positions)."""
+    for i in range(src.shape[0]):
+        dst[at + i] = src[i]
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
@@ -61,14 +69,14 @@ def signing_hashes(data, offsets, rand, seeds, key_of, digest_bytes, salts, T, V
     for b in range(T.shape[0]):
         seed = seeds[key_of[b]]
         shake256_into(data[offsets[b]:offsets[b + 1]], buf[:d], A, B, C)
-        buf[d:d + rand_bytes] = rand[b]
-        buf[d + rand_bytes:d + rand_bytes + seed_bytes] = seed
+        _put(buf, d, rand[b])
+        _put(buf, d + rand_bytes, seed)
         shake256_into(buf[:d + rand_bytes + seed_bytes], salts[b], A, B, C)
-        buf[d:d + salt_bytes] = salts[b]
+        _put(buf, d, salts[b])
         shake256_into(buf[:d + salt_bytes], t_bytes, A, B, C)
         for e in range(T.shape[1]):
             T[b, e] = (t_bytes[e >> 1] >> (4 * (e & 1))) & 15
-        buf[d + salt_bytes:d + salt_bytes + seed_bytes] = seed
+        _put(buf, d + salt_bytes, seed)
         buf[d + salt_bytes + seed_bytes] = 0
         shake256_into(buf[:d + salt_bytes + seed_bytes + 1], vr, A, B, C)
         for i in range(k):
@@ -84,7 +92,7 @@ def _target(message, salt, hashed, t_bytes, t, A, B, C):
     are Keccak scratch. Public data only (verification)."""
     d = hashed.shape[0] - salt.shape[0]
     shake256_into(message, hashed[:d], A, B, C)
-    hashed[d:] = salt
+    _put(hashed, d, salt)
     shake256_into(hashed, t_bytes, A, B, C)
     for e in range(t.shape[0]):
         t[e] = (t_bytes[e >> 1] >> (4 * (e & 1))) & 15
@@ -123,17 +131,18 @@ def _element_scratch(sigs, k, n, m, digest_bytes):
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def verify_chunk(P, encoded, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out, units):
+def verify_chunk(P, limbs, nibbles, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out, units):
     """out[b] = (P*(s_b) == t_b) for the message data[offsets[b]:offsets[b+1]] and the signature
-    sigs[b] (a row of signature bytes), hashed and decoded here (``_element_inputs``); P
-    bitsliced or, with ``encoded``, in its byte encoding (see ``evaluate_public``).
+    sigs[b] (a row of signature bytes), hashed and decoded here (``_element_inputs``); P of
+    ``limbs`` bitsliced or, with ``nibbles`` = (0,), in its byte encoding (``evaluate_public_sized``:
+    each size and form compiles apart, one verification kernel each).
 
     Public data only (verification). Runs without the GIL.
     """
     hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
     for b in range(sigs.shape[0]):
         _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-        out[b] = verdict(s, P, encoded, f_tail, t, y, units)
+        out[b] = verdict(s, P, limbs, nibbles, f_tail, t, y, units)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
@@ -152,7 +161,7 @@ def verify_chunk_encoded(epk, v, limbs, like, data, offsets, sigs, f_tail, k, n,
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
 def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes,
-                      slots, slot_bytes, out, units):
+                      slots, slot_bytes, limbs, out, units):
     """Elements under keys that only a few of them share: for each key q, its P assembled from
     the encodings P12[q] (P1 || P2) and P3[q] (rows of m/2 bytes) into ``slots``, the one reused
     matrix in ``ExpandedPublicKey.nibbles`` form (``slot_bytes`` is its byte view; see
@@ -167,7 +176,7 @@ def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail
         place_rows(slot_bytes, to_p3, P3[q])
         for b in range(first[q], first[q + 1]):
             _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-            out[b] = verdict(s, slots, True, f_tail, t, y, units)
+            out[b] = verdict(s, slots, limbs, (0,), f_tail, t, y, units)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)

@@ -214,29 +214,3 @@ def verify_sized(sig, t, P, k, n, limbs, nibbles, f_tail, units):
     y = np.zeros(2 * len(t), np.uint8)
     evaluate_public_sized(S, P, limbs, nibbles, f_tail, y, units)
     return equals_nibbles(y, t)
-
-
-@nb.njit(**_JIT)
-def _evaluate_any_size(S, P, nibbles, f_tail, y, units):
-    W = P.shape[1]
-    if W == 4:
-        evaluate_public_sized(S, P, (0,), nibbles, f_tail, y, units)
-    elif W == 8:
-        evaluate_public_sized(S, P, (0, 0), nibbles, f_tail, y, units)
-    elif W == 12:
-        evaluate_public_sized(S, P, (0, 0, 0), nibbles, f_tail, y, units)
-    elif W == 16:
-        evaluate_public_sized(S, P, (0, 0, 0, 0), nibbles, f_tail, y, units)
-    else:
-        raise ValueError("evaluate_public: m-vectors of more than 256 elements")
-
-
-@nb.njit(**_JIT)
-def evaluate_public(S, P, encoded, f_tail, y, units):
-    """``evaluate_public_sized`` with the vector size and the form (``encoded``) chosen at run
-    time, for compiled loops that serve every parameter set (it compiles all eight variants).
-    Public data only."""
-    if encoded:
-        _evaluate_any_size(S, P, (0,), f_tail, y, units)
-    else:
-        _evaluate_any_size(S, P, (), f_tail, y, units)
