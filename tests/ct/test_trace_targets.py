@@ -90,8 +90,9 @@ def test_every_secret_mceliece_kernel_is_registered_or_named_as_a_gap():
              gf._classic_field, gf._nonzero_mask, gf.parity64, gf.bit_mask, gf.gf_inv, gf.gf_mul,
              gf.gf_reduce_all, gf.gf_scale, gf.poly_mulmod, gf.vec_inv, gf.vec_mul, gf.vec_square,
              matrix._eq_mask}
-    # public data and sizes: the Benes network's input sequence, the public key and its padding
-    public_only = {benes.bitrev_planes, matrix.pack_public_key, matrix.padding_ok}
+    # public data and sizes: the Benes network's input sequence, the public key and its padding,
+    # Berlekamp-Massey's words per plane (from t)
+    public_only = {benes.bitrev_planes, matrix.pack_public_key, matrix.padding_ok, gf.bm_words}
     # they see secrets but have no target of their own; named so that the gap stays in view
     unregistered = {
         # key generation's matrix work and its support (docs/constant-time.md: not registered)

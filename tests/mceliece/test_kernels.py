@@ -172,24 +172,27 @@ def test_poly_ring_and_genpoly(rng, m, poly, taps):
 
 def test_berlekamp_massey_refuses_what_its_intrinsics_do_not_cover():
     s = np.zeros(12, dtype=np.int64)
-    for args in ((6, 11, 0x805), (6, 12, 0x1053), (300, 13, 0x201B)):   # GF(2^11), another poly, t too large
+    # GF(2^11), another polynomial, t too large for GF(2^12) (no set has one), t too large
+    for args in ((6, 11, 0x805), (6, 12, 0x1053), (130, 12, 0x1009), (300, 13, 0x201B)):
         with pytest.raises(ValueError, match="Classic McEliece"):
-            gf.berlekamp_massey(s if args[0] == 6 else np.zeros(600, dtype=np.int64), *args)
+            gf.berlekamp_massey(np.zeros(2 * args[0], dtype=np.int64), *args)
 
 
-@pytest.mark.parametrize("m,poly,taps", FIELDS)
-@pytest.mark.parametrize("t,errors", [(6, 6), (7, 7), (7, 5)])   # both parities of t (two per word)
+# both parities of t (two per word); t >= 128 (GF(2^13) only) keeps its polynomials in four
+# words per plane, not two
+@pytest.mark.parametrize("m,poly,taps,t,errors",
+                         [(*field, t, errors) for field in FIELDS for t, errors in ((6, 6), (7, 7), (7, 5), (64, 64))]
+                         + [(*FIELDS[1], 130, 130), (*FIELDS[1], 130, 97)])
 def test_berlekamp_massey_finds_error_positions(rng, m, poly, taps, t, errors):
-    n = 100
+    n = 300
     L = rng.choice(np.arange(1, 1 << m), n, replace=False)   # no 0: with fewer errors than t, 0 is a root
     pos = rng.choice(n, errors, replace=False)
     s = np.zeros(2 * t, dtype=np.int64)
-    for j in range(2 * t):
-        for i in pos:
-            p = 1
-            for _ in range(j):
-                p = _clmul_mod(p, int(L[i]), m, poly)
+    for i in pos:
+        p = 1
+        for j in range(2 * t):                               # s_j = sum over errors of L_i^j
             s[j] ^= p
+            p = _clmul_mod(p, int(L[i]), m, poly)
     loc = gf.berlekamp_massey(s, t, m, poly)
     assert np.array_equal(loc, gf.berlekamp_massey.py_func(s, t, m, poly))
     roots = set()

@@ -166,41 +166,44 @@ def genpoly(f, m, fpoly, taps, const_z):
 @njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
 def berlekamp_massey(s, t, m, fpoly):
     """An error locator from the 2t syndromes s (secret), reversed: out[i] = C[t - i], so the
-    roots of out are the support elements at error positions (t < 4 * 64; the field is Classic
-    McEliece's, ``FIELD_TAPS[m]``, which ``fpoly`` names).
+    roots of out are the support elements at error positions (the field is Classic McEliece's,
+    ``FIELD_TAPS[m]``, which ``fpoly`` names; t < 128 for m = 12 and t < 256 for m = 13, which
+    covers every set).
 
     Inversion-free form: C <- b C - d x B, so C is the usual connection polynomial times a
     nonzero constant, which leaves its roots alone. Constant time: fixed loop bounds (N, t are
     public), every update is a masked select.
 
     C, B (kept as x B) and the window of syndromes S (bit i = s[N - i]) are bitsliced over
-    BM_WORDS words, coefficient i at bit i of each plane: the discrepancy is the parity of the
-    planes of C * S, and the update two products by broadcast scalars, each step in vector
-    registers (``bm_discrepancy``, ``bm_update``).
+    ``bm_words(t)`` words, coefficient i at bit i of each plane, and C and x B side by side in
+    one row of P: the discrepancy is the parity of the planes of C * S, and the update b C and
+    d x B as one product of P by b's and d's bits side by side, each step in vector registers
+    (``bm_discrepancy``, ``bm_update``).
     """
-    if not ((m == 12 and fpoly == 0x1009) or (m == 13 and fpoly == 0x201B)) or t >= 64 * BM_WORDS:
-        raise ValueError("berlekamp_massey: Classic McEliece's fields (FIELD_TAPS) and t < 256 only")
-    C = np.zeros((m, BM_WORDS), dtype=np.int64)
-    B = np.zeros((m, BM_WORDS), dtype=np.int64)
-    S = np.zeros((m, BM_WORDS), dtype=np.int64)
-    keep = np.zeros((1, BM_WORDS), dtype=np.int64)         # coefficients 0 .. t
+    if not ((m == 12 and fpoly == 0x1009 and t < 128) or (m == 13 and fpoly == 0x201B and t < 256)):
+        raise ValueError("berlekamp_massey: Classic McEliece's fields (FIELD_TAPS) and t < 128 (m = 12) "
+                         "or t < 256 (m = 13) only")
+    H = bm_words(t)
+    P = np.zeros((m, 2 * H), dtype=np.int64)               # C | x B
+    S = np.zeros((m, H), dtype=np.int64)
+    keep = np.zeros((1, H), dtype=np.int64)                # coefficients 0 .. t
     for i in range(t + 1):
         keep[0, i >> 6] |= np.int64(1) << (i & 63)
-    C[0, 0] = 1
-    B[0, 0] = 2                                            # x
+    P[0, 0] = 1
+    P[0, H] = 2                                            # x
     L = 0
     b = 1
     for N in range(2 * t):
-        d = bm_discrepancy(C, S, s[N], m)                 # S <- x S + s[N] first
+        d = bm_discrepancy(P, S, s[N], m)                 # S <- x S + s[N] first
         upd = _nonzero_mask(d) & ~((N - 2 * L) >> 63)     # d != 0 and 2L <= N
-        bm_update(C, B, b, d, upd, keep, m)
+        bm_update(P, b, d, upd, keep, m)
         L = (L & ~upd) | ((N + 1 - L) & upd)
         b = (b & ~upd) | (d & upd)
     out = np.empty(t + 1, dtype=np.int64)
     for i in range(t + 1):
         v = 0
         for k in range(m):
-            v |= ((C[k, i >> 6] >> (i & 63)) & 1) << k
+            v |= ((P[k, i >> 6] >> (i & 63)) & 1) << k
         out[t - i] = v
     return out
 
@@ -410,23 +413,27 @@ def _square_block_compiled(out, a, w, m):
     return impl
 
 
-BM_WORDS = 4
-"""Words per plane of Berlekamp-Massey's bitsliced polynomials (coefficients 0 .. 255)."""
+@njit(cache=JIT_CACHE, inline="always")
+def bm_words(t):
+    """Words per plane of Berlekamp-Massey's polynomials of degree t (coefficients 0 .. t): 2 for
+    t < 128 (348864 .. 6960119), else 4 (6688128, 8192128; t < 256)."""
+    return 2 if t < 128 else 4
 
 
-def bm_discrepancy(C, S, new, m):
-    """S <- x S + new (in place), then sum_i C_i S_i in GF(2^m) for bitsliced (m, BM_WORDS) C and
-    S (``FIELD_TAPS[m]``): the parity of every plane of their product. Compiled: every plane in
-    vector registers. C, S and new may be secret."""
+def bm_discrepancy(P, S, new, m):
+    """S <- x S + new (in place), then sum_i C_i S_i in GF(2^m), C the first S.shape[1] words of
+    every plane of P (bitsliced, ``FIELD_TAPS[m]``): the parity of every plane of their product.
+    Compiled: every plane in vector registers. P, S and new may be secret."""
+    H = S.shape[1]
     for k in range(m):
         up = S[k] << 1
         up[1:] |= (S[k, :-1] >> 63) & 1
         up[0] |= (new >> k) & 1
         S[k] = up
-    prod = np.zeros((2 * m - 1, BM_WORDS), dtype=np.int64)
+    prod = np.zeros((2 * m - 1, H), dtype=np.int64)
     for i in range(m):
         for j in range(m):
-            prod[i + j] ^= C[i] & S[j]
+            prod[i + j] ^= P[i, :H] & S[j]
     for i in range(2 * m - 2, m - 1, -1):
         for tap in FIELD_TAPS[m]:
             prod[i - m + tap] ^= prod[i]
@@ -436,92 +443,122 @@ def bm_discrepancy(C, S, new, m):
     return d
 
 
-def bm_update(C, B, b, d, upd, keep, m):
-    """One Berlekamp-Massey update in place: C <- b C + d B, B <- x (C if upd else B) cut to the
-    coefficients in keep (1, BM_WORDS); b, d scalars, upd a mask (all may be secret). Compiled:
-    the masks of b's and d's bits through the barrier, every plane in vector registers."""
-    prod = np.zeros((2 * m - 1, BM_WORDS), dtype=np.int64)
+def bm_update(P, b, d, upd, keep, m):
+    """One Berlekamp-Massey update in place on P = C | B (each keep.shape[1] words per plane):
+    C <- b C + d B, B <- x (C if upd else B) cut to the coefficients in keep; b, d scalars, upd a
+    mask (all may be secret). Compiled: b C and d B as one product of P by b's bits beside d's
+    bits (the masks through the barrier), every plane in vector registers."""
+    H = keep.shape[1]
+    prod = np.zeros((2 * m - 1, 2 * H), dtype=np.int64)
     for i in range(m):
         for j in range(m):
-            prod[i + j] ^= (C[i] & bit_mask(b, j)) ^ (B[i] & bit_mask(d, j))
+            prod[i + j, :H] ^= P[i, :H] & bit_mask(b, j)
+            prod[i + j, H:] ^= P[i, H:] & bit_mask(d, j)
     for i in range(2 * m - 2, m - 1, -1):
         for tap in FIELD_TAPS[m]:
             prod[i - m + tap] ^= prod[i]
     for k in range(m):
-        v = (C[k] & upd) | (B[k] & ~upd)
+        v = (P[k, :H] & upd) | (P[k, H:] & ~upd)
         up = v << 1
         up[1:] |= (v[:-1] >> 63) & 1
-        B[k] = up & keep[0]
-        C[k] = prod[k]
+        P[k, H:] = up & keep[0]
+        P[k, :H] = prod[k, :H] ^ prod[k, H:]
 
 
-def _bm_intrinsics(m):
-    i64 = ir.IntType(64)
+def _bm_intrinsics(m, H):
+    i64, i32 = ir.IntType(64), ir.IntType(32)
+
+    def halves(builder, v):
+        # lanes 0..H-1 and H..2H-1 of a 2H-lane vector
+        return [builder.shuffle_vector(v, v, ir.Constant(ir.VectorType(i32, H), list(range(at, at + H))))
+                for at in (0, H)]
 
     @intrinsic
-    def discrepancy(typingctx, C, S, new):
-        if not planes_intrinsic_args(C, S):
+    def discrepancy(typingctx, P, S, new):
+        if not planes_intrinsic_args(P, S):
             return None
 
         def codegen(context, builder, signature, args):
-            g = PlaneBlocks(context, builder, signature, args, BM_WORDS)
+            g = PlaneBlocks(context, builder, signature, args, H)
             zero = ir.Constant(i64, 0)
-            first = ir.Constant(g.lanes, [1] + [0] * (BM_WORDS - 1))
+            first = ir.Constant(g.lanes, [1] + [0] * (H - 1))
             S = [builder.or_(g.shifted_up(plane), builder.and_(mask, first))
                  for plane, mask in zip(g.load(1, m, zero), g.bit_masks(g.word(2), m))]
             g.store(1, S, zero)
             d = zero
             for k, plane in enumerate(g.product(g.load(0, m, zero), S, m)):
-                acc = builder.extract_element(plane, ir.Constant(ir.IntType(32), 0))
-                for w in range(1, BM_WORDS):
-                    acc = builder.xor(acc, builder.extract_element(plane, ir.Constant(ir.IntType(32), w)))
+                acc = builder.extract_element(plane, ir.Constant(i32, 0))
+                for w in range(1, H):
+                    acc = builder.xor(acc, builder.extract_element(plane, ir.Constant(i32, w)))
                 parity = builder.and_(builder.ctpop(acc), ir.Constant(i64, 1))
                 d = builder.or_(d, builder.shl(parity, ir.Constant(i64, k)))
             return d
-        return types.int64(C, S, new), codegen
+        return types.int64(P, S, new), codegen
 
     @intrinsic
-    def update(typingctx, C, B, b, d, upd, keep):
-        if not planes_intrinsic_args(C, B, keep):
+    def update(typingctx, P, b, d, upd, keep):
+        if not planes_intrinsic_args(P, keep):
             return None
 
         def codegen(context, builder, signature, args):
-            g = PlaneBlocks(context, builder, signature, args, BM_WORDS)
-            zero = ir.Constant(i64, 0)
-            A, Bv, kept = g.load(0, m, zero), g.load(1, m, zero), g.load(5, 1, zero)[0]
-            T = g.reduce(g.xor(g.unreduced(A, g.bit_masks(g.word(2), m), m),
-                               g.unreduced(Bv, g.bit_masks(g.word(3), m), m)), m)
-            sel = g.splat(g.word(4))
-            new_B = []
+            half = PlaneBlocks(context, builder, signature, args, H)
+            full = PlaneBlocks(context, builder, signature, args, 2 * H)
+            zero, one = ir.Constant(i64, 0), ir.Constant(i64, 1)
+            rows, kept = full.load(0, m, zero), half.load(4, 1, zero)[0]
+            pair = ir.VectorType(i64, 2)
+            side_by_side = ir.Constant(ir.VectorType(i32, 2 * H), [0] * H + [1] * H)
+            masks = []
+            for k in range(m):                  # -(bit k of b) in the first H lanes, of d in the others
+                bits = [emit_opaque(builder, builder.neg(builder.and_(builder.lshr(half.word(at), ir.Constant(i64, k)),
+                                                                      one)))
+                        for at in (1, 2)]
+                v = ir.Constant(pair, None)
+                for lane, x in enumerate(bits):
+                    v = builder.insert_element(v, x, ir.Constant(i32, lane))
+                masks.append(builder.shuffle_vector(v, v, side_by_side))
+            T = full.product(rows, masks, m)
+            sel = half.splat(half.word(3))
+            concat = ir.Constant(ir.VectorType(i32, 2 * H), list(range(2 * H)))
+            out = []
             for k in range(m):
-                v = builder.or_(builder.and_(A[k], sel), builder.and_(Bv[k], builder.not_(sel)))
-                new_B.append(builder.and_(g.shifted_up(v), kept))
-            g.store(0, T, zero)
-            g.store(1, new_B, zero)
+                C, B = halves(builder, rows[k])
+                bC, dB = halves(builder, T[k])
+                v = builder.or_(builder.and_(C, sel), builder.and_(B, builder.not_(sel)))
+                out.append(builder.shuffle_vector(builder.xor(bC, dB), builder.and_(half.shifted_up(v), kept),
+                                                  concat))
+            full.store(0, out, zero)
             return context.get_dummy_value()
-        return types.void(C, B, b, d, upd, keep), codegen
+        return types.void(P, b, d, upd, keep), codegen
     return discrepancy, update
 
 
-(_bm_discrepancy_12, _bm_update_12), (_bm_discrepancy_13, _bm_update_13) = _bm_intrinsics(12), _bm_intrinsics(13)
+# every set's (m, bm_words(t)); m = 12 comes with t = 64 only (348864), so no (12, 4): each
+# variant is compiled into every Berlekamp-Massey
+_bm_discrepancy_12_2, _bm_update_12_2 = _bm_intrinsics(12, 2)
+_bm_discrepancy_13_2, _bm_update_13_2 = _bm_intrinsics(13, 2)
+_bm_discrepancy_13_4, _bm_update_13_4 = _bm_intrinsics(13, 4)
 
 
 @overload(bm_discrepancy, inline="always")
-def _bm_discrepancy_compiled(C, S, new, m):
-    def impl(C, S, new, m):
+def _bm_discrepancy_compiled(P, S, new, m):
+    def impl(P, S, new, m):
         if m == 12:
-            return _bm_discrepancy_12(C, S, new)
-        return _bm_discrepancy_13(C, S, new)
+            return _bm_discrepancy_12_2(P, S, new)
+        if S.shape[1] == 2:
+            return _bm_discrepancy_13_2(P, S, new)
+        return _bm_discrepancy_13_4(P, S, new)
     return impl
 
 
 @overload(bm_update, inline="always")
-def _bm_update_compiled(C, B, b, d, upd, keep, m):
-    def impl(C, B, b, d, upd, keep, m):
+def _bm_update_compiled(P, b, d, upd, keep, m):
+    def impl(P, b, d, upd, keep, m):
         if m == 12:
-            _bm_update_12(C, B, b, d, upd, keep)
+            _bm_update_12_2(P, b, d, upd, keep)
+        elif keep.shape[1] == 2:
+            _bm_update_13_2(P, b, d, upd, keep)
         else:
-            _bm_update_13(C, B, b, d, upd, keep)
+            _bm_update_13_4(P, b, d, upd, keep)
     return impl
 
 
