@@ -88,7 +88,8 @@ def test_every_secret_mceliece_kernel_is_registered_or_named_as_a_gap():
              fft._log2, fft._low_word, fft._mul_elementwise, fft._wide_level, fft.fft_coefficients,
              fft.fft_evaluate, fft.fft_transposed,
              gf._classic_field, gf._nonzero_mask, gf.parity64, gf.bit_mask, gf.gf_inv, gf.gf_mul,
-             gf.gf_reduce_all, gf.gf_scale, gf.poly_mulmod, gf.vec_inv, gf.vec_mul, gf.vec_square,
+             gf.gf_reduce_all, gf.gf_scale, gf.poly_mulmod, gf.vec_inv, gf.vec_inverse_square, gf.vec_mul,
+             gf.vec_square,
              matrix._eq_mask}
     # public data and sizes: the Benes network's input sequence, the public key and its padding,
     # Berlekamp-Massey's words per plane (from t)

@@ -94,6 +94,27 @@ def test_bitsliced_products_in_blocks_and_the_words_after_them(rng, m, poly, tap
 
 
 @pytest.mark.parametrize("m,poly,taps", FIELDS)
+@pytest.mark.parametrize("words", [16, 19])          # whole blocks (the chain in registers); not (vec_inv)
+def test_inverse_square(rng, m, poly, taps, words):
+    n = words * 64
+    a = rng.integers(0, 1 << m, n)
+    a[:3] = 0                                          # 0 maps to 0
+    A = gf.vec_from_scalars(a, m, words)
+    out = np.empty_like(A)
+    gf.vec_inverse_square(out, A, m, taps)
+    got = gf.vec_to_scalars(out, n)
+    assert list(got[:3]) == [0, 0, 0]
+    for x, y in zip(a[3:], got[3:]):                   # y x^2 = 1
+        assert _clmul_mod(int(y), _clmul_mod(int(x), int(x), m, poly), m, poly) == 1
+    twin = np.empty_like(A)
+    gf.vec_inverse_square.py_func(twin, A, m, taps)    # the Python chain on the blocks
+    assert np.array_equal(twin, out)
+    aliased = A.copy()
+    gf.vec_inverse_square(aliased, aliased, m, taps)
+    assert np.array_equal(aliased, out)
+
+
+@pytest.mark.parametrize("m,poly,taps", FIELDS)
 def test_bitsliced_mul_inv_eval(rng, m, poly, taps):
     n = 150
     W = (n + 63) // 64

@@ -11,7 +11,7 @@ from numba import njit, types
 
 from .benes import apply_benes
 from .fft import fft_coefficients, fft_evaluate, fft_transposed
-from .gf import berlekamp_massey, gf_inv, gf_scale, secret_mask, vec_inv, vec_square
+from .gf import berlekamp_massey, gf_inv, gf_scale, secret_mask, vec_inverse_square
 from .matrix import load_le64
 from .._barrier import declassify
 from ..jit.cache import JIT_CACHE
@@ -39,8 +39,7 @@ def _monic_values(low, powers, Uw, Ub, xt, m, fpoly, out):
 @njit(cache=JIT_CACHE)
 def _inverse_square(values, m, taps, out):
     # out = 1 / values^2 elementwise (values secret, nonzero)
-    inv = vec_inv(values, m, taps)
-    vec_square(out, inv, m, taps)
+    vec_inverse_square(out, values, m, taps)
 
 
 @njit(cache=JIT_CACHE)

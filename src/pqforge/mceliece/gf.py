@@ -299,6 +299,14 @@ class PlaneBlocks:
         """The planes of A * B in GF(2^m) (``FIELD_TAPS[m]``)."""
         return self.reduce(self.unreduced(A, B, m), m)
 
+    def square(self, A, m):
+        """The planes of A^2 in GF(2^m): XORs of planes (``square_map``)."""
+        result: list = [None] * m
+        for k, planes in enumerate(square_map(m)):
+            for j in planes:
+                result[j] = A[k] if result[j] is None else self.builder.xor(result[j], A[k])
+        return result
+
     def splat(self, value):
         """An i64 in every lane."""
         b = self.builder
@@ -379,8 +387,6 @@ def square_block(out, a, w, m):
 
 
 def _square_block_intrinsic(m):
-    targets = square_map(m)
-
     @intrinsic
     def block(typingctx, out, a, w):
         if not planes_intrinsic_args(out, a):
@@ -389,12 +395,7 @@ def _square_block_intrinsic(m):
         def codegen(context, builder, signature, args):
             g = PlaneBlocks(context, builder, signature, args)
             start = g.word(2)
-            A = g.load(1, m, start)
-            result: list = [None] * m
-            for k, planes in enumerate(targets):
-                for j in planes:
-                    result[j] = A[k] if result[j] is None else builder.xor(result[j], A[k])
-            g.store(0, result, start)
+            g.store(0, g.square(g.load(1, m, start), m), start)
             return context.get_dummy_value()
         return types.void(out, a, w), codegen
     return block
@@ -410,6 +411,71 @@ def _square_block_compiled(out, a, w, m):
             _square_block_12(out, a, w)
         else:
             _square_block_13(out, a, w)
+    return impl
+
+
+INVERSE_CHAIN = {12: (1, 2, 3, 5, 10, 11), 13: (1, 2, 3, 6, 12)}
+"""Itoh-Tsujii addition chains ending at m - 1: each j is the one before it plus an earlier one."""
+
+
+def inverse_steps(m):
+    """For each chain element after the first: (jj, src), j = previous + jj with jj = chain[src]:
+    a^(2^j - 1) = (a^(2^prev - 1))^(2^jj) * a^(2^jj - 1)."""
+    chain = INVERSE_CHAIN[m]
+    return [(chain[c] - chain[c - 1], chain.index(chain[c] - chain[c - 1])) for c in range(1, len(chain))]
+
+
+def inverse_square_block(out, a, w, m):
+    """out[:, w:w+BLOCK] = 1 / a^2 on those words of bitsliced vectors (m, W), Classic McEliece's
+    field (``FIELD_TAPS``; 0 maps to 0); out may alias a. a^(2^m - 1 - 2) by the chain of
+    ``inverse_steps`` and two squarings. Compiled: the whole chain on the block's planes in
+    vector registers, one load and one store per plane. AND and XOR only: a may be secret."""
+    known = [a[:, w:w + BLOCK].copy()]
+    for jj, src in inverse_steps(m):
+        x = known[-1].copy()
+        for _ in range(jj):
+            square_block(x, x, 0, m)
+        mul_block(x, x, known[src], 0, m)
+        known.append(x)
+    x = known[-1]
+    square_block(x, x, 0, m)            # a^(2^m - 2) = 1 / a
+    square_block(x, x, 0, m)
+    out[:, w:w + BLOCK] = x
+
+
+def _inverse_square_block_intrinsic(m):
+    steps = inverse_steps(m)
+
+    @intrinsic
+    def block(typingctx, out, a, w):
+        if not planes_intrinsic_args(out, a):
+            return None
+
+        def codegen(context, builder, signature, args):
+            g = PlaneBlocks(context, builder, signature, args)
+            start = g.word(2)
+            known = [g.load(1, m, start)]
+            for jj, src in steps:
+                x = known[-1]
+                for _ in range(jj):
+                    x = g.square(x, m)
+                known.append(g.product(x, known[src], m))
+            g.store(0, g.square(g.square(known[-1], m), m), start)
+            return context.get_dummy_value()
+        return types.void(out, a, w), codegen
+    return block
+
+
+_inverse_square_block_12, _inverse_square_block_13 = _inverse_square_block_intrinsic(12), _inverse_square_block_intrinsic(13)
+
+
+@overload(inverse_square_block, inline="always")
+def _inverse_square_block_compiled(out, a, w, m):
+    def impl(out, a, w, m):
+        if m == 12:
+            _inverse_square_block_12(out, a, w)
+        else:
+            _inverse_square_block_13(out, a, w)
     return impl
 
 
@@ -706,13 +772,29 @@ def vec_square(out, a, m, taps):
             out[k, done + w] = prod[k, w]
 
 
+_CHAIN_12, _CHAIN_13 = INVERSE_CHAIN[12], INVERSE_CHAIN[13]
+
+
+@njit(cache=JIT_CACHE)
+def vec_inverse_square(out, a, m, taps):
+    """out = 1 / a^2 elementwise for a bitsliced vector (m, W) (a secret; 0 maps to 0). With
+    Classic McEliece's field polynomials and whole blocks, ``inverse_square_block`` BLOCK words
+    at a time (the sizes decide, and they are public); else ``vec_inv`` and a square."""
+    W = a.shape[1]
+    if _classic_field(m, taps) and W % BLOCK == 0:
+        for w in range(0, W, BLOCK):
+            inverse_square_block(out, a, w, m)
+    else:
+        vec_square(out, vec_inv(a, m, taps), m, taps)
+
+
 @njit(cache=JIT_CACHE)
 def vec_inv(a, m, taps):
     """Elementwise a^(2^m - 2) of a bitsliced vector (secret), by a fixed addition chain on the
     exponents 2^j - 1 (Itoh-Tsujii): a^(2^(i+j) - 1) = (a^(2^i - 1))^(2^j) a^(2^j - 1)."""
     W = a.shape[1]
     # chain of j with known a^(2^j - 1), ending at m - 1
-    chain = np.array([1, 2, 3, 6, 12]) if m == 13 else np.array([1, 2, 3, 5, 10, 11])
+    chain = np.array(_CHAIN_13) if m == 13 else np.array(_CHAIN_12)
     known = np.empty((chain.shape[0], m, W), dtype=np.int64)
     for k in range(m):
         for w in range(W):
