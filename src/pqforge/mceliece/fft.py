@@ -28,41 +28,43 @@ from ..jit.cache import JIT_CACHE
 
 
 @njit(cache=JIT_CACHE)
-def _mul_elementwise(x, masks, m, fpoly):
-    """[x_i * y_i] for x secret (below 2^m) and public y given as ``masks`` (m, len(x) / 2): bit
-    b's masks of y, two elements to a word (y_2j in the low 32 bits, y_2j+1 in the high ones).
-    The products are formed two to a word too (a carry-less product has under 32 bits), and
-    reduced by two folds through the field polynomial's low terms (at most four)."""
+def _mul_elementwise(x, masks, m, fpoly, acc):
+    """x <- [x_i * y_i] in place, for x secret (below 2^m) and public y given as ``masks`` (m,
+    len(x) / 2): bit b's masks of y, two elements to a word (y_2j in the low 32 bits, y_2j+1 in
+    the high ones). The products are formed two to a word too (a carry-less product has under 32
+    bits) in ``acc`` (a scratch row of len(x) / 2 words: no allocation, the FFTs call this once
+    per level), and reduced by two folds through the field polynomial's low terms (at most
+    four, public)."""
     LO = 0xFFFFFFFF
     keep = ((1 << m) - 1) * 0x100000001
     pairs = masks.shape[1]
-    x2 = np.empty(pairs, dtype=np.int64)
     for i in range(pairs):
-        x2[i] = x[2 * i] | (x[2 * i + 1] << 32)
-    acc = np.zeros(pairs, dtype=np.int64)
+        acc[i] = 0
     for b in range(m):
         for i in range(pairs):
-            acc[i] ^= (x2[i] << b) & masks[b, i]
-    taps = np.zeros(4, dtype=np.int64)
-    tap_masks = np.zeros(4, dtype=np.int64)
+            acc[i] ^= ((x[2 * i] | (x[2 * i + 1] << 32)) << b) & masks[b, i]
+    t0 = t1 = t2 = t3 = 0
+    m0 = m1 = m2 = m3 = 0
     n_taps = 0
     for j in range(m):
         if (fpoly >> j) & 1:                     # public
-            taps[n_taps] = j
-            tap_masks[n_taps] = -1
+            if n_taps == 0:
+                t0, m0 = j, -1
+            elif n_taps == 1:
+                t1, m1 = j, -1
+            elif n_taps == 2:
+                t2, m2 = j, -1
+            else:
+                t3, m3 = j, -1
             n_taps += 1
-    t0, t1, t2, t3 = taps[0], taps[1], taps[2], taps[3]
-    m0, m1, m2, m3 = tap_masks[0], tap_masks[1], tap_masks[2], tap_masks[3]
     for _ in range(2):
         for i in range(pairs):
             h = (acc[i] & ~keep) >> m
             acc[i] = ((acc[i] & keep) ^ ((h << t0) & m0) ^ ((h << t1) & m1) ^ ((h << t2) & m2)
                       ^ ((h << t3) & m3))
-    out = np.empty(2 * pairs, dtype=np.int64)
     for i in range(pairs):
-        out[2 * i] = acc[i] & LO
-        out[2 * i + 1] = (acc[i] >> 32) & LO
-    return out
+        x[2 * i] = acc[i] & LO
+        x[2 * i + 1] = (acc[i] >> 32) & LO
 
 
 @njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
@@ -76,10 +78,11 @@ def fft_coefficients(f, powers, K, m, fpoly):
     for i in range(f.shape[0]):
         c[i] = f[i]
     nxt = np.empty(K, dtype=np.int64)
+    acc = np.empty(K >> 1, dtype=np.int64)
     size = K
     d = 0
     while size > 1:
-        c = _mul_elementwise(c, powers[d], m, fpoly)
+        _mul_elementwise(c, powers[d], m, fpoly, acc)
         # Taylor expansion at x^2 + x of every block of length size, in place: dividing by
         # (x^2 + x)^(s/4) = x^(s/2) + x^(s/4) at every scale s = size, size/2, ..., 4
         s = size
@@ -465,6 +468,7 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
                 v |= parity64(acc) << k
             c[p] = v
     nxt = np.empty(K, dtype=np.int64)
+    acc = np.empty(K >> 1, dtype=np.int64)
     for d in range(D - 1, -1, -1):
         size = K >> d
         half = size >> 1
@@ -481,5 +485,5 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
                 for i in range(lo + h, lo + s):
                     c[i] ^= c[i - q]
             s <<= 1
-        c = _mul_elementwise(c, powers[d], m, fpoly)
+        _mul_elementwise(c, powers[d], m, fpoly, acc)
     return c
