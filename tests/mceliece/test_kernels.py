@@ -526,8 +526,8 @@ def test_fft_kernel_twins(rng):
     assert np.array_equal(fft.fft_evaluate(consts, Uw, Ub, m), fft.fft_evaluate.py_func(consts, Uw, Ub, m))
     x = rng.integers(0, 1 << m, 128)
     prod, twin = x.copy(), x.copy()
-    fft._mul_elementwise(prod, powers[2], m, poly, np.empty(64, np.int64))
-    fft._mul_elementwise.py_func(twin, powers[2], m, poly, np.empty(64, np.int64))
+    fft._mul_elementwise(prod, powers[2], m, poly, np.empty((2, 64), np.int64))
+    fft._mul_elementwise.py_func(twin, powers[2], m, poly, np.empty((2, 64), np.int64))
     assert np.array_equal(prod, twin)
     # the masks read back as field elements (two to a word), then the textbook product
     y = [sum(((int(powers[2, bit, i >> 1]) >> (32 * (i & 1))) & 1) << bit for bit in range(m)) for i in range(128)]

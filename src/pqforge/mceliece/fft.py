@@ -28,21 +28,23 @@ from ..jit.cache import JIT_CACHE
 
 
 @njit(cache=JIT_CACHE)
-def _mul_elementwise(x, masks, m, fpoly, acc):
+def _mul_elementwise(x, masks, m, fpoly, scratch):
     """x <- [x_i * y_i] in place, for x secret (below 2^m) and public y given as ``masks`` (m,
     len(x) / 2): bit b's masks of y, two elements to a word (y_2j in the low 32 bits, y_2j+1 in
     the high ones). The products are formed two to a word too (a carry-less product has under 32
-    bits) in ``acc`` (a scratch row of len(x) / 2 words: no allocation, the FFTs call this once
-    per level), and reduced by two folds through the field polynomial's low terms (at most
-    four, public)."""
+    bits), with x's pairs, in ``scratch`` (two rows of len(x) / 2 words: no allocation, the FFTs
+    call this once per level), and reduced by two folds through the field polynomial's low
+    terms (at most four, public)."""
     LO = 0xFFFFFFFF
     keep = ((1 << m) - 1) * 0x100000001
     pairs = masks.shape[1]
+    x2, acc = scratch[0], scratch[1]
     for i in range(pairs):
+        x2[i] = x[2 * i] | (x[2 * i + 1] << 32)
         acc[i] = 0
     for b in range(m):
         for i in range(pairs):
-            acc[i] ^= ((x[2 * i] | (x[2 * i + 1] << 32)) << b) & masks[b, i]
+            acc[i] ^= (x2[i] << b) & masks[b, i]
     t0 = t1 = t2 = t3 = 0
     m0 = m1 = m2 = m3 = 0
     n_taps = 0
@@ -78,11 +80,11 @@ def fft_coefficients(f, powers, K, m, fpoly):
     for i in range(f.shape[0]):
         c[i] = f[i]
     nxt = np.empty(K, dtype=np.int64)
-    acc = np.empty(K >> 1, dtype=np.int64)
+    scratch = np.empty((2, K >> 1), dtype=np.int64)
     size = K
     d = 0
     while size > 1:
-        _mul_elementwise(c, powers[d], m, fpoly, acc)
+        _mul_elementwise(c, powers[d], m, fpoly, scratch)
         # Taylor expansion at x^2 + x of every block of length size, in place: dividing by
         # (x^2 + x)^(s/4) = x^(s/2) + x^(s/4) at every scale s = size, size/2, ..., 4
         s = size
@@ -468,7 +470,7 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
                 v |= parity64(acc) << k
             c[p] = v
     nxt = np.empty(K, dtype=np.int64)
-    acc = np.empty(K >> 1, dtype=np.int64)
+    scratch = np.empty((2, K >> 1), dtype=np.int64)
     for d in range(D - 1, -1, -1):
         size = K >> d
         half = size >> 1
@@ -485,5 +487,5 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
                 for i in range(lo + h, lo + s):
                     c[i] ^= c[i - q]
             s <<= 1
-        _mul_elementwise(c, powers[d], m, fpoly, acc)
+        _mul_elementwise(c, powers[d], m, fpoly, scratch)
     return c
