@@ -88,8 +88,7 @@ def test_every_secret_mceliece_kernel_is_registered_or_named_as_a_gap():
              fft._log2, fft._low_word, fft._mul_elementwise, fft._wide_level, fft.fft_coefficients,
              fft.fft_evaluate, fft.fft_transposed,
              gf._classic_field, gf._nonzero_mask, gf.parity64, gf.bit_mask, gf.gf_inv, gf.gf_mul,
-             gf.gf_reduce_all, gf.gf_scale, gf.poly_mulmod, gf.vec_inv, gf.vec_inverse_square, gf.vec_mul,
-             gf.vec_square,
+             gf.gf_reduce_all, gf.gf_scale, gf.poly_mulmod, gf.vec_inverse_square, gf.vec_mul,
              matrix._eq_mask}
     # public data and sizes: the Benes network's input sequence, the public key and its padding,
     # Berlekamp-Massey's words per plane (from t)
@@ -99,7 +98,7 @@ def test_every_secret_mceliece_kernel_is_registered_or_named_as_a_gap():
         # key generation's matrix work and its support (docs/constant-time.md: not registered)
         matrix.parity_check_matrix, matrix.eliminate_rows, matrix.move_pivot_columns, matrix._add_masked,
         matrix._get64, matrix._put64, matrix._ctz64, gf.vec_times_z_table, gf.vec_eval_table, gf.vec_mul_table,
-        gf.vec_add_scalar, gf.vec_from_scalars, benes.support_from_control_bits,
+        gf.vec_add_scalar, gf.vec_from_scalars, gf.vec_inv, gf.vec_square, benes.support_from_control_bits,
         # FixedWeight: its rejection loop tests the random words, public by design as in the
         # submission; encap_preimage joins it to the registered weight-vector and syndrome kernels
         matrix.fixed_weight_indices, matrix.encap_preimage,

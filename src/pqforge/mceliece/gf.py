@@ -777,15 +777,16 @@ _CHAIN_12, _CHAIN_13 = INVERSE_CHAIN[12], INVERSE_CHAIN[13]
 
 @njit(cache=JIT_CACHE)
 def vec_inverse_square(out, a, m, taps):
-    """out = 1 / a^2 elementwise for a bitsliced vector (m, W) (a secret; 0 maps to 0). With
-    Classic McEliece's field polynomials and whole blocks, ``inverse_square_block`` BLOCK words
-    at a time (the sizes decide, and they are public); else ``vec_inv`` and a square."""
+    """out = 1 / a^2 elementwise for a bitsliced vector (m, W) (a secret; 0 maps to 0; out may
+    alias a), ``inverse_square_block`` BLOCK words at a time: Classic McEliece's field
+    polynomials (``FIELD_TAPS``) and whole blocks only, which every set's 2^m / 64 words are.
+    (No general fallback: compiled beside the blocks, ``vec_inv`` doubled the first use's
+    compile time of the unit that calls this; ``vec_inv`` and ``vec_square`` do it for any size.)"""
     W = a.shape[1]
-    if _classic_field(m, taps) and W % BLOCK == 0:
-        for w in range(0, W, BLOCK):
-            inverse_square_block(out, a, w, m)
-    else:
-        vec_square(out, vec_inv(a, m, taps), m, taps)
+    if not _classic_field(m, taps) or W % BLOCK:
+        raise ValueError("vec_inverse_square: Classic McEliece's fields (FIELD_TAPS) and whole blocks of words only")
+    for w in range(0, W, BLOCK):
+        inverse_square_block(out, a, w, m)
 
 
 @njit(cache=JIT_CACHE)
