@@ -427,9 +427,10 @@ def inverse_steps(m):
 
 def inverse_square_block(out, a, w, m):
     """out[:, w:w+BLOCK] = 1 / a^2 on those words of bitsliced vectors (m, W), Classic McEliece's
-    field (``FIELD_TAPS``; 0 maps to 0); out may alias a. a^(2^m - 1 - 2) by the chain of
-    ``inverse_steps`` and two squarings. Compiled: the whole chain on the block's planes in
-    vector registers, one load and one store per plane. AND and XOR only: a may be secret."""
+    field (``FIELD_TAPS``; 0 maps to 0); out may alias a. a^(2^(m-1) - 1) by the chain of
+    ``inverse_steps``, squared to a^(2^m - 2) = 1 / a and squared again. Compiled: the whole
+    chain on the block's planes in vector registers, one load and one store per plane. AND and
+    XOR only: a may be secret."""
     known = [a[:, w:w + BLOCK].copy()]
     for jj, src in inverse_steps(m):
         x = known[-1].copy()
