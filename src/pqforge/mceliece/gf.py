@@ -175,7 +175,7 @@ def berlekamp_massey(s, t, m, fpoly):
     public), every update is a masked select.
 
     C, B (kept as x B) and the window of syndromes S (bit i = s[N - i]) are bitsliced over
-    ``bm_words(t)`` words, coefficient i at bit i of each plane, and C and x B side by side in
+    ``bm_words(m)`` words, coefficient i at bit i of each plane, and C and x B side by side in
     one row of P: the discrepancy is the parity of the planes of C * S, and the update b C and
     d x B as one product of P by b's and d's bits side by side, each step in vector registers
     (``bm_discrepancy``, ``bm_update``).
@@ -183,7 +183,7 @@ def berlekamp_massey(s, t, m, fpoly):
     if not ((m == 12 and fpoly == 0x1009 and t < 128) or (m == 13 and fpoly == 0x201B and t < 256)):
         raise ValueError("berlekamp_massey: Classic McEliece's fields (FIELD_TAPS) and t < 128 (m = 12) "
                          "or t < 256 (m = 13) only")
-    H = bm_words(t)
+    H = bm_words(m)
     P = np.zeros((m, 2 * H), dtype=np.int64)               # C | x B
     S = np.zeros((m, H), dtype=np.int64)
     keep = np.zeros((1, H), dtype=np.int64)                # coefficients 0 .. t
@@ -481,10 +481,12 @@ def _inverse_square_block_compiled(out, a, w, m):
 
 
 @njit(cache=JIT_CACHE, inline="always")
-def bm_words(t):
-    """Words per plane of Berlekamp-Massey's polynomials of degree t (coefficients 0 .. t): 2 for
-    t < 128 (348864 .. 6960119), else 4 (6688128, 8192128; t < 256)."""
-    return 2 if t < 128 else 4
+def bm_words(m):
+    """Words per plane of Berlekamp-Massey's polynomials (coefficients 0 .. t): 2 in GF(2^12)
+    (t < 128; 348864 has t = 64), 4 in GF(2^13) (t < 256; every other set). One width per field:
+    each variant is compiled into every Berlekamp-Massey, and a third (GF(2^13) with 2 words for
+    460896 and 6960119) cost the first use about a second of compiling."""
+    return 2 if m == 12 else 4
 
 
 def bm_discrepancy(P, S, new, m):
@@ -599,21 +601,16 @@ def _bm_intrinsics(m, H):
     return discrepancy, update
 
 
-# every set's (m, bm_words(t)); m = 12 comes with t = 64 only (348864), so no (12, 4): each
-# variant is compiled into every Berlekamp-Massey
-_bm_discrepancy_12_2, _bm_update_12_2 = _bm_intrinsics(12, 2)
-_bm_discrepancy_13_2, _bm_update_13_2 = _bm_intrinsics(13, 2)
-_bm_discrepancy_13_4, _bm_update_13_4 = _bm_intrinsics(13, 4)
+(_bm_discrepancy_12, _bm_update_12), (_bm_discrepancy_13, _bm_update_13) = (
+    _bm_intrinsics(12, 2), _bm_intrinsics(13, 4))          # (m, bm_words(m))
 
 
 @overload(bm_discrepancy, inline="always")
 def _bm_discrepancy_compiled(P, S, new, m):
     def impl(P, S, new, m):
         if m == 12:
-            return _bm_discrepancy_12_2(P, S, new)
-        if S.shape[1] == 2:
-            return _bm_discrepancy_13_2(P, S, new)
-        return _bm_discrepancy_13_4(P, S, new)
+            return _bm_discrepancy_12(P, S, new)
+        return _bm_discrepancy_13(P, S, new)
     return impl
 
 
@@ -621,11 +618,9 @@ def _bm_discrepancy_compiled(P, S, new, m):
 def _bm_update_compiled(P, b, d, upd, keep, m):
     def impl(P, b, d, upd, keep, m):
         if m == 12:
-            _bm_update_12_2(P, b, d, upd, keep)
-        elif keep.shape[1] == 2:
-            _bm_update_13_2(P, b, d, upd, keep)
+            _bm_update_12(P, b, d, upd, keep)
         else:
-            _bm_update_13_4(P, b, d, upd, keep)
+            _bm_update_13(P, b, d, upd, keep)
     return impl
 
 
