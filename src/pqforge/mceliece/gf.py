@@ -386,32 +386,36 @@ def square_block(out, a, w, m):
             out[j, w:w + BLOCK] ^= planes[k]
 
 
-def _square_block_intrinsic(m):
-    @intrinsic
-    def block(typingctx, out, a, w):
-        if not planes_intrinsic_args(out, a):
-            return None
+def compile_block_map(python_fn, planes_map):
+    """Compile ``python_fn(out, a, w, m)``, out[:, w:w+BLOCK] = f(a's block), for both fields:
+    an intrinsic per m that loads the block's m planes of a, applies ``planes_map(g, A, m)``
+    (LLVM IR through ``PlaneBlocks`` g; returns the m result planes) and stores them to out."""
+    def intrinsic_for(m):
+        @intrinsic
+        def block(typingctx, out, a, w):
+            if not planes_intrinsic_args(out, a):
+                return None
 
-        def codegen(context, builder, signature, args):
-            g = PlaneBlocks(context, builder, signature, args)
-            start = g.word(2)
-            g.store(0, g.square(g.load(1, m, start), m), start)
-            return context.get_dummy_value()
-        return types.void(out, a, w), codegen
-    return block
+            def codegen(context, builder, signature, args):
+                g = PlaneBlocks(context, builder, signature, args)
+                start = g.word(2)
+                g.store(0, planes_map(g, g.load(1, m, start), m), start)
+                return context.get_dummy_value()
+            return types.void(out, a, w), codegen
+        return block
+    block_12, block_13 = intrinsic_for(12), intrinsic_for(13)
+
+    @overload(python_fn, inline="always")
+    def compiled(out, a, w, m):
+        def impl(out, a, w, m):
+            if m == 12:
+                block_12(out, a, w)
+            else:
+                block_13(out, a, w)
+        return impl
 
 
-_square_block_12, _square_block_13 = _square_block_intrinsic(12), _square_block_intrinsic(13)
-
-
-@overload(square_block, inline="always")
-def _square_block_compiled(out, a, w, m):
-    def impl(out, a, w, m):
-        if m == 12:
-            _square_block_12(out, a, w)
-        else:
-            _square_block_13(out, a, w)
-    return impl
+compile_block_map(square_block, lambda g, A, m: g.square(A, m))
 
 
 INVERSE_CHAIN = {12: (1, 2, 3, 5, 10, 11), 13: (1, 2, 3, 6, 12)}
@@ -444,40 +448,17 @@ def inverse_square_block(out, a, w, m):
     out[:, w:w + BLOCK] = x
 
 
-def _inverse_square_block_intrinsic(m):
-    steps = inverse_steps(m)
-
-    @intrinsic
-    def block(typingctx, out, a, w):
-        if not planes_intrinsic_args(out, a):
-            return None
-
-        def codegen(context, builder, signature, args):
-            g = PlaneBlocks(context, builder, signature, args)
-            start = g.word(2)
-            known = [g.load(1, m, start)]
-            for jj, src in steps:
-                x = known[-1]
-                for _ in range(jj):
-                    x = g.square(x, m)
-                known.append(g.product(x, known[src], m))
-            g.store(0, g.square(g.square(known[-1], m), m), start)
-            return context.get_dummy_value()
-        return types.void(out, a, w), codegen
-    return block
+def _inverse_square_planes(g, A, m):
+    known = [A]
+    for jj, src in inverse_steps(m):
+        x = known[-1]
+        for _ in range(jj):
+            x = g.square(x, m)
+        known.append(g.product(x, known[src], m))
+    return g.square(g.square(known[-1], m), m)
 
 
-_inverse_square_block_12, _inverse_square_block_13 = _inverse_square_block_intrinsic(12), _inverse_square_block_intrinsic(13)
-
-
-@overload(inverse_square_block, inline="always")
-def _inverse_square_block_compiled(out, a, w, m):
-    def impl(out, a, w, m):
-        if m == 12:
-            _inverse_square_block_12(out, a, w)
-        else:
-            _inverse_square_block_13(out, a, w)
-    return impl
+compile_block_map(inverse_square_block, _inverse_square_planes)
 
 
 @njit(cache=JIT_CACHE, inline="always")
