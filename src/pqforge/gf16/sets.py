@@ -11,6 +11,9 @@ scalar's *form* (a bit matrix or a pair of shuffle tables), and a kernel learns 
 type of the forms array it is given (``FORMS``), so numba compiles and caches each set's code
 apart. Callers ask ``ENCODED`` and pass ``FORMS``; nothing else asks which set runs.
 
+Beside an encoded set, MAYO's public matrices come from AES-128-CTR compiled with the CPU's AES
+instructions (``AES_WIDTH``, ``pqforge.aes``); with the portable set, from OpenSSL.
+
 The choice is the first of gfni, avx2, portable that the CPU numba compiles for can run
 (``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` when set, else the host), or ``PQFORGE_KERNELS``
 (gfni, avx2, portable or auto). Asking for a set this CPU cannot run, or for an unknown one, is
@@ -78,4 +81,20 @@ ENCODED = NAME != "portable"
 """Whether MAYO keys stay in their byte encoding (the gfni and avx2 sets)."""
 FORMS = forms_of(NAME)
 """What the encoded kernels take as their ``like`` argument: the type says which products run."""
+
+
+def aes_width(name: str, features: set[str]) -> int:
+    """AES blocks per instruction for the compiled AES-128-CTR (``pqforge.aes``) beside set
+    ``name``: 4 with VAES and AVX-512, 2 with VAES, 1 with AES-NI; 0 (OpenSSL through the
+    ``cryptography`` package) with the portable set, which is what runs where there are no
+    x86 instructions."""
+    if name == "portable" or "aes" not in features:
+        return 0
+    if "vaes" in features:
+        return 4 if "avx512f" in features else 2 if "avx" in features else 1
+    return 1
+
+
+AES_WIDTH = aes_width(NAME, cpu_features())
+"""How MAYO's public matrices are expanded: see ``aes_width``."""
 
