@@ -73,7 +73,7 @@ def main() -> None:
     steps = {
         "348864 g at every element (_monic_values)": (decode._monic_values,
                                                       (g, ev_powers, ev_Uw, ev_Ub, xt, p.m, fpoly, np.empty_like(values))),
-        "348864 1/g^2 (_inverse_square)": (decode._inverse_square, (values, p.m, ftaps, np.empty_like(values))),
+        "348864 1/g^2 (_inverse_square_12)": (decode._inverse_square_12, (values, ftaps, np.empty_like(values))),
         "348864 fft_evaluate": (fft.fft_evaluate, (consts, ev_Uw, ev_Ub, p.m)),
         # the transposed FFT overwrites its input: time it on a fresh copy each call
         "348864 error locator (_monic_locator: Berlekamp-Massey, made monic)": (
@@ -90,7 +90,7 @@ def main() -> None:
         ct, _ = mceliece.encapsulate(name, pk)
         steps[f"{name[17:]} decapsulation core (decap_preimage_bytes)"] = (
             decode.decap_preimage_bytes, (ct, sk, q.m, q.n, q.t, q.semi_systematic, *scheme.decoding_constants(q),
-                                          decode.units()))
+                                          decode.units(q.m)))
     for name, (kernel, args) in steps.items():
         out[name] = _least(_loop(kernel), args, a.rounds, a.calls)
     print(json.dumps(out, indent=1))

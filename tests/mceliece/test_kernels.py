@@ -443,7 +443,7 @@ def test_decap_preimage_twin():
     g, cond, s = scheme.secret_key_parts(p, sk)
     c = np.frombuffer(ct, dtype=np.uint8)
     for cc in (c, c ^ np.uint8(1)):
-        args = (cc, g, cond, s, p.m, p.n, p.t, *scheme.decoding_constants(p), decode.units())
+        args = (cc, g, cond, s, p.m, p.n, p.t, *scheme.decoding_constants(p), decode.units(p.m))
         assert np.array_equal(decode.decap_preimage(*args), decode.decap_preimage.py_func(*args))
 
 

@@ -496,7 +496,7 @@ def _mceliece_targets():
         from ..mceliece import decode, scheme as ms
         g, cond, sv = ms.secret_key_parts(p, sk)
         return (np.frombuffer(ct, dtype=np.uint8).copy(), g.copy(), cond.copy(), sv.copy(), p.m, p.n, p.t,
-                *ms.decoding_constants(p), decode.units())
+                *ms.decoding_constants(p), decode.units(p.m))
 
     def preimage_key(p, rng, fixed):
         pool = _mce_pool(p)

@@ -46,18 +46,20 @@ _bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
 ENCAPSULATION = (Ahead(encap_preimage, (_bytes, _bytes, _int, _int, _int, _int, _int)),)
 DECODING = (decode.POWER_SUMS, decode.MONIC, decode.LOCATOR,
             Ahead(decap_preimage_bytes, (_bytes, _bytes, _int, _int, _int, types.boolean, _int, _i64_ro, *[_i64[3]] * 3, _i64[2],
-                                         *[_i64[3]] * 3, types.UniTuple(_int, len(decode.UNITS)))),
-            decode.BENES, decode.INVERSE_SQUARE,
+                                         *[_i64[3]] * 3, types.UniTuple(_int, len(decode.units_of(12))))),
+            decode.BENES, *decode.INVERSE_SQUARE.values(),
             Ahead(vec_square, (_i64[2], _i64[2], _int, _i64_ro)), Ahead(bitrev_planes, (_int,)),
             Ahead(vec_mul, (_i64[2], _i64[2], _i64[2], _int, _i64_ro)))
 """Decapsulation's kernels, the longest to compile first (``vec_mul`` serves the sets whose t is
-not a power of two)."""
+not a power of two; 1/g^2 has a unit per field)."""
 
 
 def _called(p: Params, items: tuple) -> tuple:
     """The entries of ``items`` that parameter set p's operations call (moving pivot columns is
-    for the 'f' sets only)."""
-    return tuple(item for item in items if p.semi_systematic or item.kernel is not move_pivot_columns)
+    for the 'f' sets only, each field's 1/g^2 for its own sets)."""
+    other_fields = {unit for m, unit in decode.INVERSE_SQUARE.items() if m != p.m}
+    return tuple(item for item in items if (p.semi_systematic or item.kernel is not move_pivot_columns)
+                 and item not in other_fields)
 
 
 def _prepare(path: str) -> Callable[[Params], None]:
@@ -80,5 +82,8 @@ def _prepare(path: str) -> Callable[[Params], None]:
 
 
 def compiling(path: str) -> Callable[[Operation], Operation]:
-    """The first-compile notice for ``path``, whose kernels serve every parameter set."""
-    return notice(path, COMPILE_SECONDS[path], lambda p: f"mceliece {path}", prefetch=_prepare(path))
+    """The first-compile notice for ``path``, whose kernels serve every parameter set, except
+    decapsulation's 1/g^2, compiled per field."""
+    def marker(p: Params) -> str:
+        return f"mceliece {path}" + (f" GF(2^{p.m})" if path == "decapsulation" else "")
+    return notice(path, COMPILE_SECONDS[path], marker, prefetch=_prepare(path))

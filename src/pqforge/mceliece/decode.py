@@ -37,9 +37,16 @@ def _monic_values(low, powers, Uw, Ub, xt, m, fpoly, out):
 
 
 @njit(cache=JIT_CACHE)
-def _inverse_square(values, m, taps, out):
-    # out = 1 / values^2 elementwise (values secret, nonzero)
-    vec_inverse_square(out, values, m, taps)
+def _inverse_square_12(values, taps, out):
+    # out = 1 / values^2 elementwise in GF(2^12) (values secret, nonzero). The field is a
+    # constant here, so the unit compiles its own field's block only: half the time of both
+    vec_inverse_square(out, values, 12, taps)
+
+
+@njit(cache=JIT_CACHE)
+def _inverse_square_13(values, taps, out):
+    # the same in GF(2^13)
+    vec_inverse_square(out, values, 13, taps)
 
 
 @njit(cache=JIT_CACHE)
@@ -64,17 +71,26 @@ _i64 = {d: types.Array(types.int64, d, "C") for d in (1, 2, 3)}
 _TAPS = types.Array(types.int64, 1, "C", readonly=True)
 MONIC = Unit(_monic_values, types.void(_i64[1], _i64[3], _i64[3], _i64[3], _i64[2], types.int64, types.int64,
                                        _i64[2]))
-INVERSE_SQUARE = Unit(_inverse_square, types.void(_i64[2], types.int64, _TAPS, _i64[2]))
+INVERSE_SQUARE = {m: Unit(kernel, types.void(_i64[2], _TAPS, _i64[2]))
+                  for m, kernel in ((12, _inverse_square_12), (13, _inverse_square_13))}
 POWER_SUMS = Unit(_power_sums, types.void(_i64[2], _i64[3], _i64[3], _i64[3], types.int64, types.int64, _i64[1]))
 LOCATOR = Unit(_monic_locator, types.void(_i64[1], types.int64, types.int64, types.int64, _i64[1]))
 BENES = Unit(apply_benes, types.void(_i64[2], _i64[1], types.int64, types.boolean))
-UNITS = (MONIC, INVERSE_SQUARE, POWER_SUMS, LOCATOR, BENES)
-monic_unit, inverse_square_unit, power_sums_unit, locator_unit, benes_unit = (u.call for u in UNITS)
 
 
-def units() -> tuple[int, ...]:
-    """The addresses of decoding's units in this process, ``decap_preimage``'s last argument."""
-    return addresses(UNITS)
+def units_of(m: int) -> tuple[Unit, ...]:
+    """Decoding's units in GF(2^m), in the order of ``decap_preimage``'s ``units``."""
+    return MONIC, INVERSE_SQUARE[m], POWER_SUMS, LOCATOR, BENES
+
+
+monic_unit, power_sums_unit, locator_unit, benes_unit = MONIC.call, POWER_SUMS.call, LOCATOR.call, BENES.call
+inverse_square_12_unit, inverse_square_13_unit = INVERSE_SQUARE[12].call, INVERSE_SQUARE[13].call
+
+
+def units(m: int) -> tuple[int, ...]:
+    """The addresses of decoding's units for GF(2^m) in this process, ``decap_preimage``'s last
+    argument."""
+    return addresses(units_of(m))
 
 
 @njit(cache=JIT_CACHE, inline="always")     # compiled once, inside decap_preimage_bytes
@@ -86,7 +102,7 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
     Secret: g (Goppa polynomial, t low coefficients), cond (control bits as int64 words), s, and
     everything derived from them; c is public, and so are the FFT constants for evaluating
     polynomials of degree below t (ev_*), x^t at every field element (xt, bitsliced in the FFT's
-    order) and the FFT constants for power sums up to 2t - 1 (sy_*); ``units`` is ``units()``.
+    order) and the FFT constants for power sums up to 2t - 1 (sy_*); ``units`` is ``units(m)``.
     Loop bounds and memory indices depend on m, n, t only, and the final choice between e and s
     is a mask.
 
@@ -114,7 +130,10 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
     values = np.empty((m, nw), dtype=np.int64)
     monic_unit(units[0], g, ev_powers, ev_Uw, ev_Ub, xt, m, fpoly, values)
     ginv2 = np.empty((m, nw), dtype=np.int64)
-    inverse_square_unit(units[1], values, m, taps, ginv2)      # 1 / g(x)^2 at every field element x
+    if m == 12:                                                 # 1 / g(x)^2 at every field element x
+        inverse_square_12_unit(units[1], values, taps, ginv2)
+    else:
+        inverse_square_13_unit(units[1], values, taps, ginv2)
 
     # syndrome s_j = sum_x r_x x^j / g(x)^2, j < 2t
     w = np.empty((m, nw), dtype=np.int64)

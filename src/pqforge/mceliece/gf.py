@@ -389,7 +389,8 @@ def square_block(out, a, w, m):
 def compile_block_map(python_fn, planes_map):
     """Compile ``python_fn(out, a, w, m)``, out[:, w:w+BLOCK] = f(a's block), for both fields:
     an intrinsic per m that loads the block's m planes of a, applies ``planes_map(g, A, m)``
-    (LLVM IR through ``PlaneBlocks`` g; returns the m result planes) and stores them to out."""
+    (LLVM IR through ``PlaneBlocks`` g; returns the m result planes) and stores them to out.
+    Where m is a constant of the calling code (a literal), only its field's block is compiled."""
     def intrinsic_for(m):
         @intrinsic
         def block(typingctx, out, a, w):
@@ -407,6 +408,10 @@ def compile_block_map(python_fn, planes_map):
 
     @overload(python_fn, inline="always")
     def compiled(out, a, w, m):
+        if isinstance(m, types.IntegerLiteral) and m.literal_value in (12, 13):
+            block = block_12 if m.literal_value == 12 else block_13
+            return lambda out, a, w, m: block(out, a, w)
+
         def impl(out, a, w, m):
             if m == 12:
                 block_12(out, a, w)
@@ -752,7 +757,7 @@ def vec_square(out, a, m, taps):
 _CHAIN_12, _CHAIN_13 = INVERSE_CHAIN[12], INVERSE_CHAIN[13]
 
 
-@njit(cache=JIT_CACHE)
+@njit(cache=JIT_CACHE, inline="always")
 def vec_inverse_square(out, a, m, taps):
     """out = 1 / a^2 elementwise for a bitsliced vector (m, W) (a secret; 0 maps to 0; out may
     alias a), ``inverse_square_block`` BLOCK words at a time: Classic McEliece's field

@@ -251,7 +251,7 @@ def decapsulate(p: Params, sk, ct) -> bytes:
     sk = _private_key_bytes(p, sk)
     ct = check_ciphertext(p, ct)
     consts = _DECODING.get(p.name) or decoding_constants(p)
-    status, pre = decap_preimage_bytes(ct, sk, p.m, p.n, p.t, p.semi_systematic, *consts, decode.units())
+    status, pre = decap_preimage_bytes(ct, sk, p.m, p.n, p.t, p.semi_systematic, *consts, decode.units(p.m))
     if status <= 0:
         raise _format_error(p, status)
     shared = hashlib.shake_256(pre).digest(32)      # from the array: no bytes copy of e or s to outlive it
