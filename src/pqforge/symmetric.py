@@ -11,6 +11,7 @@ from . import aes
 
 _COUNTER_FROM_ZERO = modes.CTR(bytes(16))     # immutable: one object for every keystream
 _zeros = b""
+_scratch = threading.local()
 _width: tuple | None = None
 
 
@@ -22,7 +23,6 @@ def _aes_width() -> tuple:
         from .gf16.sets import AES_WIDTH
         _width = (0,) * AES_WIDTH
     return _width
-_scratch = threading.local()
 
 
 def shake256(data: bytes, outlen: int) -> bytes:
