@@ -90,9 +90,9 @@ def aes_width(name: str, features: set[str]) -> int:
     x86 instructions."""
     if name == "portable" or "aes" not in features:
         return 0
-    if "vaes" in features:
-        return 4 if "avx512f" in features else 2 if "avx" in features else 1
-    return 1
+    if "vaes" not in features:
+        return 1
+    return 4 if "avx512f" in features else 2
 
 
 AES_WIDTH = aes_width(NAME, cpu_features())

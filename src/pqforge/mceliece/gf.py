@@ -404,12 +404,13 @@ def compile_block_map(python_fn, planes_map):
                 return context.get_dummy_value()
             return types.void(out, a, w), codegen
         return block
-    block_12, block_13 = intrinsic_for(12), intrinsic_for(13)
+    blocks = {m: intrinsic_for(m) for m in (12, 13)}
+    block_12, block_13 = blocks[12], blocks[13]
 
     @overload(python_fn, inline="always")
     def compiled(out, a, w, m):
-        if isinstance(m, types.IntegerLiteral) and m.literal_value in (12, 13):
-            block = block_12 if m.literal_value == 12 else block_13
+        if isinstance(m, types.IntegerLiteral) and m.literal_value in blocks:
+            block = blocks[m.literal_value]
             return lambda out, a, w, m: block(out, a, w)
 
         def impl(out, a, w, m):
