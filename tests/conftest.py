@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from . import known_answers
+from . import background, known_answers
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,3 +22,21 @@ def _reap_compile_helpers():
     units = sys.modules.get("pqforge.jit.units")
     if units is not None:
         units.stop_helpers()
+
+
+_JOBS = pytest.StashKey[list]()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that wait for a background job run last; their jobs start now (``background``)."""
+    waiting = [item for item in items if item.get_closest_marker("background")]
+    items[:] = [item for item in items if not item.get_closest_marker("background")] + waiting
+    if not config.option.collectonly:
+        config.stash[_JOBS] = background.jobs_of(waiting)
+        for job in config.stash[_JOBS]:
+            job.start()
+
+
+def pytest_unconfigure(config):
+    for job in config.stash.get(_JOBS, []):
+        job.stop()

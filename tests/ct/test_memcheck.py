@@ -2,39 +2,42 @@
 
 One run under memcheck serves every test here (starting numba under valgrind takes most of a
 minute): every target with secrets of MAYO-2 and Classic-McEliece-348864, and the control kernels
-of ``memcheck_kernels``, leaky and clean, which show that the check can fail.
+of ``memcheck_kernels``, leaky and clean, which show that the check can fail. It runs in a process
+of its own (``memcheck_job.py``) from the end of collection, beside the rest of the suite
+(``tests/background.py``).
 """
 
 import ast
 import os
+import pickle
+import sys
 from pathlib import Path
 
 import pytest
 
 from pqforge.ct import memcheck, registry
+from tests import background
 
+import memcheck_job
 import memcheck_kernels as mk
+from memcheck_job import ALGS, secret_targets
 
-ALGS = ("MAYO-2", "Classic-McEliece-348864")
-CONTROLS = (mk.MASKED_SELECT, mk.BRANCHING_SELECT, mk.TABLE_LOOKUP, mk.DECLASSIFIED_BRANCH)
 SRC = Path(memcheck.__file__).resolve().parent.parent
-
-
-def _secret_targets(alg):
-    return [t for t in registry.all_targets() if t.secret_args and alg in t.algs]
+MISSING = memcheck.available()
+JOB = None if MISSING else background.Job(
+    "memcheck", [sys.executable, memcheck_job.__file__, "{dir}/results.pickle"], timeout=1800)
+pytestmark = [pytest.mark.background(JOB)] if JOB else []
 
 
 @pytest.fixture(scope="module")
 def results():
-    missing = memcheck.available()
-    if missing:
+    if MISSING:
         if os.environ.get("CI"):
-            pytest.fail(f"CI installs valgrind, yet: {missing}")
-        pytest.skip(missing)
-    # one process under valgrind for all: each target at its first algorithm, which is one of ALGS
-    targets = [t for alg in ALGS for t in _secret_targets(alg)] + list(CONTROLS)
-    assert all(t.algs[0] in ALGS for t in targets if t.algs)
-    return {r.target: r for r in memcheck.check(targets)}
+            pytest.fail(f"CI installs valgrind, yet: {MISSING}")
+        pytest.skip(MISSING)
+    run = JOB.result()
+    assert run.returncode == 0, run.stderr[-4000:]
+    return pickle.loads((JOB.dir / "results.pickle").read_bytes())
 
 
 def test_a_branch_on_a_secret_is_reported_with_its_function(results):
@@ -59,7 +62,7 @@ def test_masks_and_declassified_values_pass(results):
 @pytest.mark.parametrize("alg", ALGS)
 def test_every_compiled_secret_kernel_is_clean(results, alg):
     checked = 0
-    for t in _secret_targets(alg):
+    for t in secret_targets(alg):
         r = results[t.name]
         if r.skipped:
             # GFNI kernels (valgrind has no GFNI) and scalar helpers (inlined into kernels checked here)
