@@ -1,7 +1,7 @@
 """Checks that take minutes in processes of their own (valgrind's memcheck, the CUDA simulator).
 
 Most of the suite keeps one core busy while the other waits for compile helpers now and then. A
-test module marks itself ``pytest.mark.background(job)``: the job starts when collection ends
+test that needs a job's result is marked ``pytest.mark.background(job)``: the job starts when collection ends
 (only when one of its tests was selected), its tests run last, and each waits for the job's
 result. So the job runs on the core the rest of the suite leaves idle, not after it.
 """
@@ -67,10 +67,11 @@ class Job:
 
 
 def jobs_of(items) -> list[Job]:
-    """The jobs that the selected test items wait for, each once, in order of appearance."""
+    """The jobs that the selected test items wait for, each once, in order of appearance (a
+    marker's job is None where it cannot run here: its tests skip or fail on their own)."""
     jobs: dict[int, Job] = {}
     for item in items:
         marker = item.get_closest_marker("background")
-        if marker is not None:
+        if marker is not None and marker.args[0] is not None:
             jobs.setdefault(id(marker.args[0]), marker.args[0])
     return list(jobs.values())

@@ -26,7 +26,7 @@ SRC = Path(memcheck.__file__).resolve().parent.parent
 MISSING = memcheck.available()
 JOB = None if MISSING else background.Job(
     "memcheck", [sys.executable, memcheck_job.__file__, "{dir}/results.pickle"], timeout=1800)
-pytestmark = [pytest.mark.background(JOB)] if JOB else []
+waits_for_memcheck = pytest.mark.background(JOB)   # the tests that need its results
 
 
 @pytest.fixture(scope="module")
@@ -40,18 +40,21 @@ def results():
     return pickle.loads((JOB.dir / "results.pickle").read_bytes())
 
 
+@waits_for_memcheck
 def test_a_branch_on_a_secret_is_reported_with_its_function(results):
     r = results[mk.BRANCHING_SELECT.name]
     assert not r.ok and r.errors["marked"] > 0 and r.errors["baseline"] == 0
     assert any(s.kind == "UninitCondition" and "branching_select" in s.where for s in r.sites["marked"])
 
 
+@waits_for_memcheck
 def test_a_secret_address_is_reported(results):
     r = results[mk.TABLE_LOOKUP.name]
     assert not r.ok
     assert any(s.kind == "UninitValue" and "table_lookup" in s.where for s in r.sites["marked"])
 
 
+@waits_for_memcheck
 def test_masks_and_declassified_values_pass(results):
     for control in (mk.MASKED_SELECT, mk.DECLASSIFIED_BRANCH):
         r = results[control.name]
@@ -59,6 +62,7 @@ def test_masks_and_declassified_values_pass(results):
         assert r.errors == {"baseline": 0, "marked": 0}
 
 
+@waits_for_memcheck
 @pytest.mark.parametrize("alg", ALGS)
 def test_every_compiled_secret_kernel_is_clean(results, alg):
     checked = 0

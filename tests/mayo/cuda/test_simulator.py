@@ -42,7 +42,7 @@ def _job() -> background.Job | None:
 
 
 JOB = _job()
-pytestmark = [pytest.mark.background(JOB)] if JOB else []
+pytestmark = pytest.mark.background(JOB)
 
 
 def test_device_kernels_under_the_cuda_simulator():
