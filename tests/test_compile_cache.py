@@ -156,6 +156,7 @@ def no_markers(monkeypatch, tmp_path):
     from pqforge.jit import cache
     monkeypatch.setattr(cache, "CACHE_DIR", tmp_path)
     monkeypatch.setattr(cache, "NOTICES", True)
+    monkeypatch.setattr(cache, "_seen", set())      # nor does this process's memory of earlier uses
     return cache
 
 
@@ -256,3 +257,21 @@ def test_verify_after_a_cold_sign_announces_no_compile(tmp_path):
     verify = _cli(["verify", "--key", str(tmp_path / "k.pk"), str(tmp_path / "m"), str(tmp_path / "m.sig")], env)
     assert NOTICE not in verify, verify
     assert list((tmp_path / "cache" / "pqforge-compiled").glob("mayo-verify*"))     # the marker, written now
+
+
+def test_a_notice_estimate_may_depend_on_the_parameter_set(no_markers, capsys):
+    op = no_markers.compiling("demo", lambda p: len(p.name), lambda p: "demo estimated")(lambda p: "done")
+    assert op(_Set()) == "done"
+    assert "pqforge: compiling DEMO-1 demo kernels for this CPU, once, about 6 s" in capsys.readouterr().err
+
+
+def test_mceliece_decapsulation_in_a_second_field_announces_its_one_unit(no_markers):
+    from pqforge.mceliece import ahead, get
+    p12, p13 = get("Classic-McEliece-348864").params, get("Classic-McEliece-8192128").params
+    assert (p12.m, p13.m) == (12, 13)
+    decap = ahead.COMPILE_SECONDS["decapsulation"]
+    assert ahead.estimate("decapsulation", p12) == ahead.estimate("decapsulation", p13) == decap
+    no_markers.mark_compiled(ahead.marker("decapsulation", p12))     # GF(2^12)'s decapsulation compiled
+    assert ahead.estimate("decapsulation", p12) == decap                # its own marker says nothing of it
+    assert ahead.estimate("decapsulation", p13) == ahead.SECOND_FIELD_SECONDS < decap
+    assert ahead.estimate("encapsulation", p13) == ahead.COMPILE_SECONDS["encapsulation"]

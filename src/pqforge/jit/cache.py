@@ -115,6 +115,11 @@ def mark_compiled(key: str) -> None:
         pass
 
 
+def compiled(key: str) -> bool:
+    """Whether the kernels of ``key`` were compiled (or loaded) in this process, or are in the cache."""
+    return key in _seen or is_compiled(key)
+
+
 _seen: set[str] = set()
 _lock = threading.RLock()     # reentrant: a first call may make the first call of another path
 NOTICES = True
@@ -149,11 +154,11 @@ def _will_compile(prefetch: Callable[[Any], None] | None, params: Any) -> bool:
         return True
 
 
-def compiling(path: str, seconds: float, kernels: Callable[[Any], str],
+def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Callable[[Any], str],
               prefetch: Callable[[Any], None] | None = None) -> Callable[[Operation], Operation]:
     """Decorator for an operation ``fn(params, ...)`` whose first call in a process may compile
     the kernels of ``path``: that call prints "pqforge: compiling MAYO-2 sign kernels for this
-    CPU, once, about N s" on stderr unless the marker ``kernels(params)`` says the cache holds
+    CPU, once, about N s" (N: ``seconds``, or ``seconds(params)``) on stderr unless the marker ``kernels(params)`` says the cache holds
     them, or numba's cache holds every kernel ``prefetch`` lists for it (``_will_compile``),
     and writes that marker when it returns. The marker names what was compiled: kernels
     shared by every parameter set of a scheme have one marker, kernels specialised per size one
@@ -170,8 +175,9 @@ def compiling(path: str, seconds: float, kernels: Callable[[Any], str],
                     if not is_compiled(key) and _will_compile(prefetch, params):
                         once = "once" if JIT_CACHE else "uncached"
                         if NOTICES:
+                            about = seconds(params) if callable(seconds) else seconds
                             _say(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
-                                 f"about {seconds:.0f} s")
+                                 f"about {about:.0f} s")
                         if prefetch is not None:
                             prefetch(params)
                     result = fn(params, *args, **kwargs)
