@@ -60,7 +60,7 @@ def test_every_parameter_set_uses_the_field_polynomial_of_the_block_products():
 
 @pytest.mark.parametrize("m,poly,taps", FIELDS)
 def test_bitsliced_products_in_blocks_and_the_words_after_them(rng, m, poly, taps):
-    # 19 words: two blocks of gf.BLOCK through the vector-register product, 3 plane by plane
+    # 19 words: whole blocks of gf.BLOCK (8 or 4 words) through the vector-register product, 3 plane by plane
     n = 19 * 64
     a = rng.integers(0, 1 << m, n)
     b = rng.integers(0, 1 << m, n)
@@ -79,7 +79,7 @@ def test_bitsliced_products_in_blocks_and_the_words_after_them(rng, m, poly, tap
     other_order = np.empty_like(A)                   # the same polynomial, taps in another order:
     gf.vec_mul(other_order, A, B, m, taps[::-1].copy())      # every word plane by plane
     assert np.array_equal(other_order, out)
-    # squares the same way: two blocks through square_block, 3 words plane by plane
+    # squares the same way: whole blocks through square_block, 3 words plane by plane
     square = np.empty_like(A)
     gf.vec_square(square, A, m, taps)
     assert list(gf.vec_to_scalars(square, n)) == [_clmul_mod(int(x), int(x), m, poly) for x in a]
@@ -95,7 +95,7 @@ def test_bitsliced_products_in_blocks_and_the_words_after_them(rng, m, poly, tap
 
 @pytest.mark.parametrize("m,poly,taps", FIELDS)
 def test_inverse_square(rng, m, poly, taps):
-    words = 16                                         # two blocks: the chain in vector registers
+    words = 16                                         # whole blocks: the chain in vector registers
     n = words * 64
     a = rng.integers(0, 1 << m, n)
     a[:3] = 0                                          # 0 maps to 0
@@ -112,7 +112,7 @@ def test_inverse_square(rng, m, poly, taps):
     aliased = A.copy()
     gf.vec_inverse_square(aliased, aliased, m, taps)
     assert np.array_equal(aliased, out)
-    partial = A[:, :12].copy()                         # not whole blocks: refused, not half done
+    partial = A[:, :10].copy()                         # not whole blocks (of 8 or 4): refused, not half done
     with pytest.raises(ValueError, match="whole blocks"):
         gf.vec_inverse_square(np.empty_like(partial), partial, m, taps)
     with pytest.raises(ValueError, match="FIELD_TAPS"):

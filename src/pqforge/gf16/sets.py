@@ -24,29 +24,16 @@ from __future__ import annotations
 
 import os
 
-import numba as nb
 import numpy as np
 
 from ..errors import KernelSetUnavailable
+from ..jit.target import cpu_features
 
 ENV = "PQFORGE_KERNELS"
 NAMES = ("gfni", "avx2", "portable")
 """Fastest first."""
 
 _NEEDS = {"gfni": {"gfni", "avx"}, "avx2": {"avx2"}, "portable": set()}
-
-
-def cpu_features() -> set[str]:
-    """The features of the CPU numba compiles for (its configured target, else the host)."""
-    config = nb.config
-    if config.CPU_FEATURES is not None:
-        return {f[1:] for f in config.CPU_FEATURES.split(",") if f.startswith("+")}
-    if config.CPU_NAME is not None and config.CPU_NAME != "host":
-        return set()        # a named target without a feature list: assume the baseline
-    import llvmlite.binding as llvm
-    if not llvm.get_process_triple().startswith("x86_64"):
-        return set()        # the encoded sets are x86 instructions
-    return {name for name, on in llvm.get_host_cpu_features().items() if on}
 
 
 def runnable() -> tuple[str, ...]:

@@ -22,6 +22,7 @@ from numba.extending import intrinsic, overload
 
 from .._barrier import declassify, emit_opaque, opaque
 from ..jit.cache import JIT_CACHE
+from ..jit.target import cpu_features, vector_registers
 
 
 def secret_mask(x):
@@ -213,15 +214,21 @@ def berlekamp_massey(s, t, m, fpoly):
 FIELD_TAPS = {12: (3, 0), 13: (4, 3, 1, 0)}
 """z^m = sum z^tap: the field polynomials of Classic McEliece (every parameter set's ``field_taps``)."""
 
-BLOCK = 8
+WIDE_REGISTERS = vector_registers(cpu_features()) >= 32
+"""Whether two operands' planes fit in vector registers, 512 bits a plane (AVX-512's 32): then a
+product is the schoolbook's m^2 terms, operand by operand. With 16 (AVX2), that spilled partial
+sums to memory at every term; there a product is one level of Karatsuba on 256 bits a plane,
+each of its three half-size products summed one output plane at a time, in registers."""
+
+BLOCK = 8 if WIDE_REGISTERS else 4
 """Words of every plane that ``mul_block`` multiplies at once."""
 
 
 def mul_block(out, a, b, w, m):
     """out[:, w:w+BLOCK] = a * b on those words of bitsliced vectors (m, W) of GF(2^m) with
     Classic McEliece's field polynomial (``FIELD_TAPS``, m = 12 or 13); out may alias a or b.
-    Compiled: every plane of the block in vector registers, the m^2 plane products and the
-    reduction unrolled, one load of each input plane and one store of each output plane (a
+    Compiled: every plane of the block in vector registers, the plane products
+    (``PlaneBlocks.product``) and the reduction unrolled, one load of each input plane and one store of each output plane (a
     pass over memory per plane product cost five to nine times as much). AND and XOR only:
     inputs may be secret."""
     taps = FIELD_TAPS[m]
@@ -295,9 +302,44 @@ class PlaneBlocks:
                 prod[i - m + tap] = self.builder.xor(prod[i - m + tap], prod[i])
         return prod[:m]
 
+    def karatsuba(self, A, B, m):
+        """``unreduced`` by one level of Karatsuba: with A = A0 + z^L A1 (L = ceil(m/2)) and B
+        alike, A0 B0 + z^L ((A0 + A1)(B0 + B1) - A0 B0 - A1 B1) + z^2L A1 B1: 3 L^2 terms
+        instead of m^2, each half-size product needing few registers (``_by_output``)."""
+        b = self.builder
+        L = (m + 1) // 2
+        low, high = self._by_output(A[:L], B[:L]), self._by_output(A[L:], B[L:])
+        A_sum = [b.xor(A[i], A[L + i]) if L + i < m else A[i] for i in range(L)]
+        B_sum = [b.xor(B[i], B[L + i]) if L + i < m else B[i] for i in range(L)]
+        prod: list = low + [None] * (2 * m - 1 - len(low))
+
+        def add(k, v):
+            prod[k] = v if prod[k] is None else b.xor(prod[k], v)
+        for k, v in enumerate(self._by_output(A_sum, B_sum)):
+            v = b.xor(v, low[k])
+            add(L + k, b.xor(v, high[k]) if k < len(high) else v)
+        for k, v in enumerate(high):
+            add(2 * L + k, v)
+        return prod
+
+    def _by_output(self, A, B):
+        """The carry-less product of two equally long lists of planes, one output plane at a
+        time: only that plane's sum is live beside the operands."""
+        b = self.builder
+        n = len(A)
+        out = []
+        for k in range(2 * n - 1):
+            terms = [b.and_(A[i], B[k - i]) for i in range(max(0, k - n + 1), min(k, n - 1) + 1)]
+            total = terms[0]
+            for term in terms[1:]:
+                total = b.xor(total, term)
+            out.append(total)
+        return out
+
     def product(self, A, B, m):
-        """The planes of A * B in GF(2^m) (``FIELD_TAPS[m]``)."""
-        return self.reduce(self.unreduced(A, B, m), m)
+        """The planes of A * B in GF(2^m) (``FIELD_TAPS[m]``), by the schedule that suits the
+        registers (``WIDE_REGISTERS``)."""
+        return self.reduce(self.unreduced(A, B, m) if WIDE_REGISTERS else self.karatsuba(A, B, m), m)
 
     def square(self, A, m):
         """The planes of A^2 in GF(2^m): XORs of planes (``square_map``)."""
