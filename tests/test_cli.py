@@ -490,3 +490,10 @@ def test_a_compile_notice_during_a_progress_bar_goes_above_the_bar(capsys, monke
     err = capsys.readouterr().err
     before, notice, _ = err.partition("pqforge: compiling DEMO-2 demo kernels")
     assert notice and before.endswith(("\r", "\n")), repr(err)      # the bar's line cleared first
+
+
+def test_python_dash_m_pqforge_is_the_command_line():
+    run = subprocess.run([sys.executable, "-m", "pqforge", "sgin"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "pqforge" in run.stderr and "sign" in run.stderr, run.stderr
+    run = subprocess.run([sys.executable, "-m", "pqforge", "--help"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.startswith("usage: pqforge"), run.stdout[:300]
