@@ -228,9 +228,9 @@ def mul_block(out, a, b, w, m):
     """out[:, w:w+BLOCK] = a * b on those words of bitsliced vectors (m, W) of GF(2^m) with
     Classic McEliece's field polynomial (``FIELD_TAPS``, m = 12 or 13); out may alias a or b.
     Compiled: every plane of the block in vector registers, the plane products
-    (``PlaneBlocks.product``) and the reduction unrolled, one load of each input plane and one store of each output plane (a
-    pass over memory per plane product cost five to nine times as much). AND and XOR only:
-    inputs may be secret."""
+    (``PlaneBlocks.product``) and the reduction unrolled, one load of each input plane and one
+    store of each output plane (a pass over memory per plane product cost five to nine times as
+    much). AND and XOR only: inputs may be secret."""
     taps = FIELD_TAPS[m]
     prod = np.zeros((2 * m - 1, BLOCK), dtype=np.int64)
     for i in range(m):
