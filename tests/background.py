@@ -1,9 +1,9 @@
 """Checks that take minutes in processes of their own (valgrind's memcheck, the CUDA simulator).
 
 Most of the suite keeps one core busy while the other waits for compile helpers now and then. A
-test that needs a job's result is marked ``pytest.mark.background(job)``: the job starts when collection ends
-(only when one of its tests was selected), its tests run last, and each waits for the job's
-result. So the job runs on the core the rest of the suite leaves idle, not after it.
+test that needs a job's result is marked ``pytest.mark.background(job)``: the job starts when
+collection ends (only when one of its tests was selected), its tests run last, and each waits
+for the job's result. So the job runs on the core the rest of the suite leaves idle, not after it.
 """
 
 from __future__ import annotations
