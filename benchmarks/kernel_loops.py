@@ -68,11 +68,11 @@ def main() -> None:
     g, _, _ = scheme.secret_key_parts(p, sk)
     fpoly, ftaps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub = scheme.decoding_constants(p)
     values = np.empty((p.m, (1 << p.m) >> 6), np.int64)
-    decode._monic_values(g, ev_powers, ev_Uw, ev_Ub, xt, p.m, fpoly, values)
-    consts = fft.fft_coefficients(g, ev_powers, 2 * ev_powers.shape[2], p.m, fpoly)
+    decode._monic_values(g, ev_powers, ev_Uw, ev_Ub, xt, p.m, values)
+    consts = fft.fft_coefficients(g, ev_powers, p.m)
     steps = {
         "348864 g at every element (_monic_values)": (decode._monic_values,
-                                                      (g, ev_powers, ev_Uw, ev_Ub, xt, p.m, fpoly, np.empty_like(values))),
+                                                      (g, ev_powers, ev_Uw, ev_Ub, xt, p.m, np.empty_like(values))),
         "348864 1/g^2 (_inverse_square_12)": (decode._inverse_square_12, (values, ftaps, np.empty_like(values))),
         "348864 fft_evaluate": (fft.fft_evaluate, (consts, ev_Uw, ev_Ub, p.m)),
         # the transposed FFT overwrites its input: time it on a fresh copy each call
@@ -80,8 +80,8 @@ def main() -> None:
             decode._monic_locator, (rng.integers(0, 1 << p.m, 2 * p.t, dtype=np.int64), p.t, p.m, fpoly,
                                     np.empty(p.t, np.int64))),
         "348864 power sums (copy + fft_transposed)": (
-            nb.njit(lambda E, Uw, Ub, powers, m, fpoly: fft.fft_transposed(E.copy(), Uw, Ub, powers, m, fpoly)),
-            (values, sy_Uw, sy_Ub, sy_powers, p.m, fpoly)),
+            nb.njit(lambda E, Uw, Ub, powers, m: fft.fft_transposed(E.copy(), Uw, Ub, powers, m)),
+            (values, sy_Uw, sy_Ub, sy_powers, p.m)),
     }
     # the whole compiled decapsulation (private key parsed, decoding, the hash input selected)
     for name in ("Classic-McEliece-348864", "Classic-McEliece-8192128"):

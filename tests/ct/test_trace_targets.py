@@ -85,7 +85,7 @@ def test_every_secret_mceliece_kernel_is_registered_or_named_as_a_gap():
              benes._set_bit, benes._spread32, benes._swap_masked, benes.apply_benes,
              decode._inverse_square_12, decode._inverse_square_13, decode._monic_locator, decode._monic_values, decode._popcount64,
              decode._power_sums,
-             fft._log2, fft._low_word, fft._mul_elementwise, fft._wide_level, fft.fft_coefficients,
+             fft._log2, fft._low_word, fft._wide_level, fft.fft_coefficients,
              fft.fft_evaluate, fft.fft_transposed,
              gf._classic_field, gf._nonzero_mask, gf.parity64, gf.bit_mask, gf.gf_inv, gf.gf_mul,
              gf.gf_reduce_all, gf.gf_scale, gf.poly_mulmod, gf.vec_inverse_square, gf.vec_mul,

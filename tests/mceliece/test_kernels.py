@@ -489,8 +489,8 @@ def test_fft_matches_direct_evaluation(rng, name):
     K = fft.fft_size(p.t)
     powers, Uw, Ub = fft.fft_constants(m, K, poly)
     f = rng.integers(0, 1 << m, p.t + 1)
-    consts = fft.fft_coefficients(f, powers, K, m, poly)
-    assert np.array_equal(consts, fft.fft_coefficients.py_func(f, powers, K, m, poly))
+    consts = fft.fft_coefficients(f, powers, m)
+    assert np.array_equal(consts, fft.fft_coefficients.py_func(f, powers, m))
     E = fft.fft_evaluate(consts, Uw, Ub, m)
     values = gf.vec_to_scalars(E, 1 << m)
     for x in rng.integers(0, 1 << m, 40):          # entry x holds f(bitrev(x)), by Horner here
@@ -514,7 +514,7 @@ def test_fft_matches_direct_evaluation(rng, name):
 def _values_at_support(f, cond, powers, Uw, Ub, m, poly, n):
     # f at L_0 .. L_{n-1}: all field elements by the FFT, then the Benes network; decapsulation
     # relies on exactly this correspondence between the FFT's order and the support order
-    E = fft.fft_evaluate(fft.fft_coefficients(f, powers, 2 * powers.shape[2], m, poly), Uw, Ub, m)
+    E = fft.fft_evaluate(fft.fft_coefficients(f, powers, m), Uw, Ub, m)
     benes.apply_benes(E, cond, m)
     W = (n + 63) // 64
     out = E[:, :W].copy()
@@ -529,18 +529,36 @@ def test_fft_kernel_twins(rng):
     powers, Uw, Ub = fft.fft_constants(m, 128, poly)
     consts = rng.integers(0, 1 << m, 128)
     assert np.array_equal(fft.fft_evaluate(consts, Uw, Ub, m), fft.fft_evaluate.py_func(consts, Uw, Ub, m))
-    x = rng.integers(0, 1 << m, 128)
-    prod, twin = x.copy(), x.copy()
-    fft._mul_elementwise(prod, powers[2], m, poly, np.empty((2, 64), np.int64))
-    fft._mul_elementwise.py_func(twin, powers[2], m, poly, np.empty((2, 64), np.int64))
-    assert np.array_equal(prod, twin)
-    # the masks read back as field elements (two to a word), then the textbook product
-    y = [sum(((int(powers[2, bit, i >> 1]) >> (32 * (i & 1))) & 1) << bit for bit in range(m)) for i in range(128)]
-    assert len(set(y)) > 8
-    assert list(prod) == [_clmul_mod(int(a), b, m, poly) for a, b in zip(x, y)]
+    # level 2's scaling planes read back as field elements: b^(P >> 2) at position P
+    y = gf.vec_to_scalars(powers[2], 128)
+    assert len(set(y)) > 8 and all(y[P] == y[P & ~3] for P in range(128))
     f = rng.integers(0, 1 << m, 65)
-    assert np.array_equal(fft.fft_coefficients(f, powers, 128, m, poly),
-                          fft.fft_coefficients.py_func(f, powers, 128, m, poly))
+    assert np.array_equal(fft.fft_coefficients(f, powers, m), fft.fft_coefficients.py_func(f, powers, m))
+
+
+def test_taylor_steps_move_the_masked_positions(rng):
+    # c[P] ^= c[P + 2^j] where bits (j + 1, j) of P are 10, then 01 (the transpose: c[P + 2^j] ^=
+    # c[P] at 01, then 10), bit by bit here; the compiled steps against it and the Python twin
+    m, W = 13, fft.BLOCK
+    c = rng.integers(-2**63, 2**63, (m, W), dtype=np.int64)
+    bits = [[(int(c[k, P >> 6]) >> (P & 63)) & 1 for P in range(64 * W)] for k in range(m)]
+    for j in range(fft.TAYLOR_SCALES):
+        for transposed in (False, True):
+            want = [list(b) for b in bits]
+            for pattern in ((1, 2) if transposed else (2, 1)):
+                for k in range(m):
+                    for P in range(64 * W - (1 << j)):
+                        if (P >> j) & 3 == pattern:
+                            if transposed:
+                                want[k][P + (1 << j)] ^= want[k][P]
+                            else:
+                                want[k][P] ^= want[k][P + (1 << j)]
+            twin = c.copy()
+            fft.taylor_pair(twin, j, m, transposed)
+            got = c.copy()
+            njit(lambda c, j, m, transposed: fft.taylor_pair(c, j, m, transposed))(got, j, m, transposed)
+            assert [[(int(twin[k, P >> 6]) >> (P & 63)) & 1 for P in range(64 * W)] for k in range(m)] == want
+            assert np.array_equal(got, twin), (j, transposed)
 
 
 @pytest.mark.parametrize("name", ["Classic-McEliece-348864", "Classic-McEliece-460896", "Classic-McEliece-6960119"])
@@ -559,9 +577,9 @@ def test_transposed_fft_gives_power_sums(rng, name):
     # support order back to the FFT's order (decapsulation routes its received word this way)
     routed = E.copy()
     benes.apply_benes(routed, cond, m, True)
-    sums = fft.fft_transposed(routed, Uw, Ub, powers, m, poly)
-    assert np.array_equal(fft.fft_transposed(E.copy(), Uw, Ub, powers, m, poly),
-                          fft.fft_transposed.py_func(E.copy(), Uw, Ub, powers, m, poly))
+    sums = fft.fft_transposed(routed, Uw, Ub, powers, m)
+    assert np.array_equal(fft.fft_transposed(E.copy(), Uw, Ub, powers, m),
+                          fft.fft_transposed.py_func(E.copy(), Uw, Ub, powers, m))
     # against the definition, with the support taken as bitrev(pi[i])
     support = [int(f"{int(x):0{m}b}"[::-1], 2) for x in pi[:p.n]]
     for j in (0, 1, 2, 7, 2 * p.t - 1):

@@ -77,7 +77,7 @@ def test_a_locator_root_outside_the_support_is_rejected(outside):
     syp, syu, syb = scheme.decoding_constants(p)[-3:]
     evp, evu, evb = fft.fft_constants(p.m, fft.fft_size(p.t), fpoly)    # g in full, t + 1 coefficients
     nw = (1 << p.m) >> 6
-    ginv2 = vec_inv(fft.fft_evaluate(fft.fft_coefficients(np.append(g, 1), evp, 2 * evp.shape[2], p.m, fpoly),
+    ginv2 = vec_inv(fft.fft_evaluate(fft.fft_coefficients(np.append(g, 1), evp, p.m),
                                      evu, evb, p.m), p.m, taps)
     vec_square(ginv2, ginv2, p.m, taps)
 
@@ -86,7 +86,7 @@ def test_a_locator_root_outside_the_support_is_rejected(outside):
         for i in positions:
             v[0, i >> 6] |= np.int64(1) << np.int64(i & 63)
         benes.apply_benes(v, cond, p.m, True)
-        syn = fft.fft_transposed(ginv2 & v, syu, syb, syp, p.m, fpoly)[:2 * p.t]
+        syn = fft.fft_transposed(ginv2 & v, syu, syb, syp, p.m)[:2 * p.t]
         return ((syn[:, None] >> np.arange(p.m)) & 1).ravel()
 
     rng = np.random.default_rng(7)

@@ -28,9 +28,9 @@ def _popcount64(x):
 
 
 @njit(cache=JIT_CACHE)
-def _monic_values(low, powers, Uw, Ub, xt, m, fpoly, out):
+def _monic_values(low, powers, Uw, Ub, xt, m, out):
     # out = x^t + sum low[i] x^i at every field element, bitsliced in the FFT's order (low secret)
-    E = fft_evaluate(fft_coefficients(low, powers, 2 * powers.shape[2], m, fpoly), Uw, Ub, m)
+    E = fft_evaluate(fft_coefficients(low, powers, m), Uw, Ub, m)
     for k in range(m):
         for x in range(E.shape[1]):
             out[k, x] = E[k, x] ^ xt[k, x]
@@ -50,9 +50,9 @@ def _inverse_square_13(values, taps, out):
 
 
 @njit(cache=JIT_CACHE)
-def _power_sums(E, Uw, Ub, powers, m, fpoly, out):
+def _power_sums(E, Uw, Ub, powers, m, out):
     # out = the power sums of the values E (secret; overwritten), ``fft_transposed``
-    sums = fft_transposed(E, Uw, Ub, powers, m, fpoly)
+    sums = fft_transposed(E, Uw, Ub, powers, m)
     for j in range(out.shape[0]):
         out[j] = sums[j]
 
@@ -69,11 +69,10 @@ def _monic_locator(syn, t, m, fpoly, out):
 
 _i64 = {d: types.Array(types.int64, d, "C") for d in (1, 2, 3)}
 _TAPS = types.Array(types.int64, 1, "C", readonly=True)
-MONIC = Unit(_monic_values, types.void(_i64[1], _i64[3], _i64[3], _i64[3], _i64[2], types.int64, types.int64,
-                                       _i64[2]))
+MONIC = Unit(_monic_values, types.void(_i64[1], _i64[3], _i64[3], _i64[3], _i64[2], types.int64, _i64[2]))
 INVERSE_SQUARE = {m: Unit(kernel, types.void(_i64[2], _TAPS, _i64[2]))
                   for m, kernel in ((12, _inverse_square_12), (13, _inverse_square_13))}
-POWER_SUMS = Unit(_power_sums, types.void(_i64[2], _i64[3], _i64[3], _i64[3], types.int64, types.int64, _i64[1]))
+POWER_SUMS = Unit(_power_sums, types.void(_i64[2], _i64[3], _i64[3], _i64[3], types.int64, _i64[1]))
 LOCATOR = Unit(_monic_locator, types.void(_i64[1], types.int64, types.int64, types.int64, _i64[1]))
 BENES = Unit(apply_benes, types.void(_i64[2], _i64[1], types.int64, types.boolean))
 
@@ -128,7 +127,7 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
     benes_unit(units[4], r, cond, m, True)
 
     values = np.empty((m, nw), dtype=np.int64)
-    monic_unit(units[0], g, ev_powers, ev_Uw, ev_Ub, xt, m, fpoly, values)
+    monic_unit(units[0], g, ev_powers, ev_Uw, ev_Ub, xt, m, values)
     ginv2 = np.empty((m, nw), dtype=np.int64)
     if m == 12:                                                 # 1 / g(x)^2 at every field element x
         inverse_square_12_unit(units[1], values, taps, ginv2)
@@ -141,12 +140,12 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
         for x in range(nw):
             w[k, x] = ginv2[k, x] & r[0, x]
     syn = np.empty(2 * t, dtype=np.int64)
-    power_sums_unit(units[2], w, sy_Uw, sy_Ub, sy_powers, m, fpoly, syn)
+    power_sums_unit(units[2], w, sy_Uw, sy_Ub, sy_powers, m, syn)
 
     low = np.empty(t, dtype=np.int64)
     locator_unit(units[3], syn, t, m, fpoly, low)
     img = values
-    monic_unit(units[0], low, ev_powers, ev_Uw, ev_Ub, xt, m, fpoly, img)
+    monic_unit(units[0], low, ev_powers, ev_Uw, ev_Ub, xt, m, img)
 
     # roots of the locator: the error positions in field order
     e = np.empty((1, nw), dtype=np.int64)
@@ -159,7 +158,7 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
         for x in range(nw):
             w[k, x] = ginv2[k, x] & e[0, x]
     syn2 = np.empty(2 * t, dtype=np.int64)
-    power_sums_unit(units[2], w, sy_Uw, sy_Ub, sy_powers, m, fpoly, syn2)
+    power_sums_unit(units[2], w, sy_Uw, sy_Ub, sy_powers, m, syn2)
 
     benes_unit(units[4], e, cond, m, False)        # back to support order
     weight = 0

@@ -23,88 +23,142 @@ from numba import njit, types
 from numba.extending import intrinsic, overload
 
 from .gf import (BLOCK, PlaneBlocks, bit_mask, gf_inv, gf_mul, mul_block, parity64,
-                 planes_intrinsic_args, vec_from_scalars, vec_mul)
+                 planes_intrinsic_args, vec_from_scalars, vec_mul, vec_to_scalars)
 from ..jit.cache import JIT_CACHE
 
 
-@njit(cache=JIT_CACHE)
-def _mul_elementwise(x, masks, m, fpoly, scratch):
-    """x <- [x_i * y_i] in place, for x secret (below 2^m) and public y given as ``masks`` (m,
-    len(x) / 2): bit b's masks of y, two elements to a word (y_2j in the low 32 bits, y_2j+1 in
-    the high ones). The products are formed two to a word too (a carry-less product has under 32
-    bits), with x's pairs, in ``scratch`` (two rows of len(x) / 2 words: no allocation, the FFTs
-    call this once per level), and reduced by two folds through the field polynomial's low
-    terms (at most four, public)."""
-    LO = 0xFFFFFFFF
-    keep = ((1 << m) - 1) * 0x100000001
-    pairs = masks.shape[1]
-    x2, acc = scratch[0], scratch[1]
-    for i in range(pairs):
-        x2[i] = x[2 * i] | (x[2 * i + 1] << 32)
-        acc[i] = 0
-    for b in range(m):
-        for i in range(pairs):
-            acc[i] ^= (x2[i] << b) & masks[b, i]
-    t0 = t1 = t2 = t3 = 0
-    m0 = m1 = m2 = m3 = 0
-    n_taps = 0
-    for j in range(m):
-        if (fpoly >> j) & 1:                     # public
-            if n_taps == 0:
-                t0, m0 = j, -1
-            elif n_taps == 1:
-                t1, m1 = j, -1
-            elif n_taps == 2:
-                t2, m2 = j, -1
+# -- the coefficient side, bitsliced -------------------------------------------------------------
+#
+# The K coefficients of every level live in m planes of BLOCK words (K <= 256 bits), and the
+# levels' sub-polynomials are never moved: at level d, coefficient i of sub-polynomial r sits at
+# position (i << d) | r, so a sub-polynomial is a residue class mod 2^d and every step acts on all
+# of them at once with masks and shifts. After log2 K levels, block p's constant sits at position
+# bitrev(p) (the first split decided the lowest bit).
+#
+# At level d: scale coefficient i by b_d^i (a product by public planes), then the Taylor
+# expansion at x^2 + x, for j = D - 2 down to d: c[P] ^= c[P + 2^j] at the positions whose bits
+# (j + 1, j) are 10, then at those with 01 (``taylor_pair``).
+
+TAYLOR_SCALES = 7
+"""Scales j < 7 of the Taylor steps: K <= 256 positions."""
+
+
+@lru_cache(maxsize=None)
+def _step_masks(j: int, words: int) -> tuple[int, int]:
+    """(10, 01): the positions among 64 words whose bits (j + 1, j) are 10, and 01, as integers."""
+    return tuple(sum(1 << P for P in range(64 * words) if (P >> j) & 3 == pattern) for pattern in (2, 1))
+
+
+def taylor_pair(c, j, m, transposed):
+    """Both Taylor steps of scale 2^j on the coefficient planes c (m, words), in place:
+    c[P] ^= c[P + 2^j] at the positions P whose bits (j + 1, j) are 10, then at those with 01.
+    Transposed: c[P + 2^j] ^= c[P] at 01, then at 10. Positions are public; c may be secret.
+    Compiled: every plane in vector registers, the shifts as lane shuffles."""
+    words = c.shape[1]
+    ten, one = _step_masks(j, words)
+    for k in range(m):
+        x = int.from_bytes(c[k].astype("<i8").tobytes(), "little")
+        if transposed:
+            x ^= (x & one) << (1 << j)
+            x ^= (x & ten) << (1 << j)
+        else:
+            x ^= (x >> (1 << j)) & ten
+            x ^= (x >> (1 << j)) & one
+        x &= (1 << (64 * words)) - 1
+        c[k] = np.frombuffer(x.to_bytes(8 * words, "little"), dtype="<i8")
+
+
+def _taylor_intrinsic(m, transposed):
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+
+    def word_constants(g, value):
+        return ir.Constant(g.lanes, [((value >> (64 * w)) & (2**64 - 1)) - ((value >> (64 * w + 63)) & 1) * 2**64
+                                     for w in range(g.words)])
+
+    def shifted(g, v, j, down):
+        # the lanes as one bit string shifted by 2^j toward lower (down) or higher positions
+        b, W = g.builder, g.words
+        zero = ir.Constant(g.lanes, [0] * W)
+        lanes = 1 << j >> 6 if j >= 6 else 1
+        order = ([w + lanes if w + lanes < W else W for w in range(W)] if down
+                 else [w - lanes if w >= lanes else W for w in range(W)])
+        moved = b.shuffle_vector(v, zero, ir.Constant(ir.VectorType(i32, W), order))
+        if j >= 6:
+            return moved
+        near, far = (b.lshr, b.shl) if down else (b.shl, b.lshr)
+        return b.or_(near(v, g.splat(ir.Constant(i64, 1 << j))), far(moved, g.splat(ir.Constant(i64, 64 - (1 << j)))))
+
+    @intrinsic
+    def pair(typingctx, c, j):
+        if not planes_intrinsic_args(c):
+            return None
+
+        def codegen(context, builder, signature, args):
+            g = PlaneBlocks(context, builder, signature, args)
+            zero = ir.Constant(i64, 0)
+            planes = g.load(0, m, zero)
+            cases = [builder.append_basic_block(f"scale{j}") for j in range(TAYLOR_SCALES)]
+            done = builder.append_basic_block("done")
+            choose = builder.switch(g.word(1), done)
+            for j, block in enumerate(cases):
+                choose.add_case(ir.Constant(i64, j), block)
+                builder.position_at_end(block)
+                ten, one = (word_constants(g, mask) for mask in _step_masks(j, g.words))
+                out = []
+                for v in planes:
+                    if transposed:
+                        v = builder.xor(v, shifted(g, builder.and_(v, one), j, False))
+                        v = builder.xor(v, shifted(g, builder.and_(v, ten), j, False))
+                    else:
+                        v = builder.xor(v, builder.and_(shifted(g, v, j, True), ten))
+                        v = builder.xor(v, builder.and_(shifted(g, v, j, True), one))
+                    out.append(v)
+                g.store(0, out, zero)
+                builder.branch(done)
+            builder.position_at_end(done)
+            return context.get_dummy_value()
+        return types.void(c, j), codegen
+    return pair
+
+
+@overload(taylor_pair, inline="always")
+def _taylor_pair_compiled(c, j, m, transposed):
+    forward = {12: _taylor_intrinsic(12, False), 13: _taylor_intrinsic(13, False)}
+    backward = {12: _taylor_intrinsic(12, True), 13: _taylor_intrinsic(13, True)}
+    f12, f13, b12, b13 = forward[12], forward[13], backward[12], backward[13]
+
+    def impl(c, j, m, transposed):
+        if transposed:
+            if m == 12:
+                b12(c, j)
             else:
-                t3, m3 = j, -1
-            n_taps += 1
-    for _ in range(2):
-        for i in range(pairs):
-            h = (acc[i] & ~keep) >> m
-            acc[i] = ((acc[i] & keep) ^ ((h << t0) & m0) ^ ((h << t1) & m1) ^ ((h << t2) & m2)
-                      ^ ((h << t3) & m3))
-    for i in range(pairs):
-        x[2 * i] = acc[i] & LO
-        x[2 * i + 1] = (acc[i] >> 32) & LO
+                b13(c, j)
+        elif m == 12:
+            f12(c, j)
+        else:
+            f13(c, j)
+    return impl
 
 
 @njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
-def fft_coefficients(f, powers, K, m, fpoly):
-    """The constants left after log2 K levels of scaling and Taylor expansion of f (secret):
-    entry p is the polynomial whose evaluations fill block p of the output. powers[d] holds the
-    public scaling powers b_d^i of level d, tiled over the blocks, as ``_mul_elementwise``'s bit
-    masks. XORs at public positions only.
-    """
-    c = np.zeros(K, dtype=np.int64)
-    for i in range(f.shape[0]):
-        c[i] = f[i]
-    nxt = np.empty(K, dtype=np.int64)
-    scratch = np.empty((2, K >> 1), dtype=np.int64)
-    size = K
-    d = 0
-    while size > 1:
-        _mul_elementwise(c, powers[d], m, fpoly, scratch)
-        # Taylor expansion at x^2 + x of every block of length size, in place: dividing by
-        # (x^2 + x)^(s/4) = x^(s/2) + x^(s/4) at every scale s = size, size/2, ..., 4
-        s = size
-        while s >= 4:
-            h = s >> 1
-            q = s >> 2
-            for lo in range(0, K, s):
-                for i in range(lo + s - 1, lo + h - 1, -1):
-                    c[i - q] ^= c[i]
-            s >>= 1
-        # even coefficients form g0 (child 2p), odd ones g1 (child 2p + 1)
-        half = size >> 1
-        for lo in range(0, K, size):
-            for i in range(half):
-                nxt[lo + i] = c[lo + 2 * i]
-                nxt[lo + half + i] = c[lo + 2 * i + 1]
-        c, nxt = nxt, c
-        size = half
-        d += 1
-    return c
+def fft_coefficients(f, powers, m):
+    """The constants left after log2 K levels (K = 2^powers.shape[0]) of scaling and Taylor
+    expansion of f (secret, at most K coefficients): entry p is the polynomial whose evaluations
+    fill block p of the output. powers[d] holds level d's public scaling powers as planes (the
+    bitsliced layout above). Products and XORs at public positions only."""
+    D = powers.shape[0]
+    K = 1 << D
+    c = vec_from_scalars(f, m, BLOCK)
+    taps = _TAPS[m - 12]
+    for d in range(D):
+        vec_mul(c, c, powers[d], m, taps)
+        for j in range(D - 2, d - 1, -1):
+            taylor_pair(c, j, m, False)
+    by_position = vec_to_scalars(c, K)
+    out = np.empty(K, dtype=np.int64)
+    for p in range(K):
+        out[p] = by_position[_BITREV8[p] >> (8 - D)]
+    return out
 
 
 @njit(cache=JIT_CACHE, inline="always")
@@ -348,6 +402,8 @@ for _h, _mask in ((1, 0x5555555555555555), (2, 0x3333333333333333), (4, 0x0F0F0F
                   (8, 0x00FF00FF00FF00FF), (16, 0x0000FFFF0000FFFF), (32, 0x00000000FFFFFFFF)):
     _LOW_MASKS[_h] = _mask
 _TAPS = (np.array([3, 0], dtype=np.int64), np.array([4, 3, 1, 0], dtype=np.int64))
+# bit-reversed bytes: bitrev_D(p) = _BITREV8[p] >> (8 - D)
+_BITREV8 = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.int64)
 # the first bit of every block-bit lane of a word, for block = 16 and 32
 _LANE_STARTS = np.zeros(64, dtype=np.int64)
 _LANE_STARTS[16] = 0x0001000100010001
@@ -356,15 +412,18 @@ _LANE_STARTS[32] = 0x0000000100000001
 
 @lru_cache(maxsize=None)
 def fft_constants(m: int, K: int, fpoly: int):
-    """(powers, Uw, Ub) for degree below K over GF(2^m): public, computed once (powers as the bit
-    masks ``_mul_elementwise`` takes).
+    """(powers, Uw, Ub) for degree below K over GF(2^m): public, computed once. powers[d] is
+    level d's scaling of the coefficient side, b_d^i at position (i << d) | r, as planes of BLOCK
+    words (``fft_coefficients``; K <= 256).
 
     Writable, as the kernels' own arrays are: numba compiles a kernel once per array type, and a
     read-only constant would make vec_mul compile a second time for it."""
+    if not 2 <= K <= min(256, 64 * BLOCK) or K & (K - 1):
+        raise ValueError(f"fft_constants: K must be a power of two from 2 to 256, not {K}")
     N = 1 << m
     D = K.bit_length() - 1
     basis = [1 << (m - 1 - i) for i in range(m)]
-    powers = np.zeros((D, m, K // 2), dtype=np.int64)
+    powers = np.zeros((D, m, BLOCK), dtype=np.int64)
     Uw = np.zeros((D, m, N >> 7), dtype=np.int64)
     Ub = np.zeros((D, m, N >> 6), dtype=np.int64)
     size = K
@@ -373,10 +432,7 @@ def fft_constants(m: int, K: int, fpoly: int):
         pw = [1]
         for _ in range(1, size):
             pw.append(gf_mul(pw[-1], b, m, fpoly))
-        tiled = np.tile(np.array(pw, dtype=np.int64), K // size)
-        for bit in range(m):                                     # as _mul_elementwise's masks
-            bits = (tiled >> bit) & 1
-            powers[d, bit] = (-bits[0::2] & 0xFFFFFFFF) | (-bits[1::2] << 32)
+        powers[d] = vec_from_scalars(np.array(pw, dtype=np.int64)[np.arange(K) >> d], m, BLOCK)
         binv = gf_inv(b, m, fpoly)
         gam = [gf_mul(x, binv, m, fpoly) for x in basis[:-1]]
         half = N >> (d + 1)
@@ -404,18 +460,16 @@ def fft_size(degree: int) -> int:
 
 
 @njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
-def fft_transposed(E, Uw, Ub, powers, m, fpoly):
+def fft_transposed(E, Uw, Ub, powers, m):
     """The transpose of fft_coefficients followed by fft_evaluate: from values v (bitsliced,
     entry x belonging to the point bitrev(x); overwritten) to the power sums
-    sum_x v_x bitrev(x)^j for j < K = 2 powers.shape[2]. Every step of the forward transform is
+    sum_x v_x bitrev(x)^j for j < K = 2^powers.shape[0]. Every step of the forward transform is
     undone in reverse order by its transpose. v is secret; all positions are public.
     """
-    K = 2 * powers.shape[2]
+    D = powers.shape[0]
+    K = 1 << D
     N = 1 << m
     nw = N >> 6
-    D = 0
-    while (1 << D) < K:
-        D += 1
     tmp = np.empty((m, nw), dtype=np.int64)
     for d in range(D):
         half = N >> (d + 1)
@@ -469,23 +523,15 @@ def fft_transposed(E, Uw, Ub, powers, m, fpoly):
                     acc = (E[k, start >> 6] >> (start & 63)) & ((np.int64(1) << block) - 1)
                 v |= parity64(acc) << k
             c[p] = v
-    nxt = np.empty(K, dtype=np.int64)
-    scratch = np.empty((2, K >> 1), dtype=np.int64)
+    # block p's constant at position bitrev(p) of the coefficient planes, then every step of
+    # ``fft_coefficients`` transposed, in reverse order
+    placed = np.empty(K, dtype=np.int64)
+    for p in range(K):
+        placed[_BITREV8[p] >> (8 - D)] = c[p]
+    C = vec_from_scalars(placed, m, BLOCK)
+    taps = _TAPS[m - 12]
     for d in range(D - 1, -1, -1):
-        size = K >> d
-        half = size >> 1
-        for lo in range(0, K, size):
-            for i in range(half):
-                nxt[lo + 2 * i] = c[lo + i]
-                nxt[lo + 2 * i + 1] = c[lo + half + i]
-        c, nxt = nxt, c
-        s = 4
-        while s <= size:
-            h = s >> 1
-            q = s >> 2
-            for lo in range(0, K, s):
-                for i in range(lo + h, lo + s):
-                    c[i] ^= c[i - q]
-            s <<= 1
-        _mul_elementwise(c, powers[d], m, fpoly, scratch)
-    return c
+        for j in range(d, D - 1):
+            taylor_pair(C, j, m, True)
+        vec_mul(C, C, powers[d], m, taps)
+    return vec_to_scalars(C, K)

@@ -602,7 +602,18 @@ def _bm_intrinsics(m, H):
             half = PlaneBlocks(context, builder, signature, args, H)
             full = PlaneBlocks(context, builder, signature, args, 2 * H)
             zero, one = ir.Constant(i64, 0), ir.Constant(i64, 1)
-            rows, kept = full.load(0, m, zero), half.load(4, 1, zero)[0]
+            kept, sel = half.load(4, 1, zero)[0], half.splat(half.word(3))
+            if 2 * H > BLOCK:
+                # C | B is wider than a register: b C and d B as two products of their own
+                C, B = half.load(0, m, zero), half.load(0, m, ir.Constant(i64, H))
+                bC = half.product(C, half.bit_masks(half.word(1), m), m)
+                dB = half.product(B, half.bit_masks(half.word(2), m), m)
+                half.store(0, half.xor(bC, dB), zero)
+                half.store(0, [builder.and_(half.shifted_up(builder.or_(builder.and_(c, sel),
+                                                                        builder.and_(x, builder.not_(sel)))), kept)
+                               for c, x in zip(C, B)], ir.Constant(i64, H))
+                return context.get_dummy_value()
+            rows = full.load(0, m, zero)
             pair = ir.VectorType(i64, 2)
             side_by_side = ir.Constant(ir.VectorType(i32, 2 * H), [0] * H + [1] * H)
             masks = []
@@ -615,7 +626,6 @@ def _bm_intrinsics(m, H):
                     v = builder.insert_element(v, x, ir.Constant(i32, lane))
                 masks.append(builder.shuffle_vector(v, v, side_by_side))
             T = full.product(rows, masks, m)
-            sel = half.splat(half.word(3))
             concat = ir.Constant(ir.VectorType(i32, 2 * H), list(range(2 * H)))
             out = []
             for k in range(m):
@@ -862,9 +872,13 @@ def parity64(x):
 def vec_from_scalars(vals, m, W):
     """Bitslice a list of field elements (secret values, public length) into (m, W) planes."""
     out = np.zeros((m, W), dtype=np.int64)
-    for i in range(vals.shape[0]):
-        for k in range(m):
-            out[k, i >> 6] |= ((vals[i] >> k) & 1) << (i & 63)
+    n = vals.shape[0]
+    for k in range(m):
+        for w in range((n + 63) >> 6):
+            acc = 0
+            for b in range(min(64, n - 64 * w)):        # a reduction over the word: vectorised
+                acc |= ((vals[64 * w + b] >> k) & 1) << b
+            out[k, w] = acc
     return out
 
 
@@ -873,11 +887,11 @@ def vec_to_scalars(planes, count):
     """Inverse of vec_from_scalars for the first ``count`` elements (values may be secret)."""
     m = planes.shape[0]
     out = np.zeros(count, dtype=np.int64)
-    for i in range(count):
-        v = 0
-        for k in range(m):
-            v |= ((planes[k, i >> 6] >> (i & 63)) & 1) << k
-        out[i] = v
+    for k in range(m):
+        for w in range((count + 63) >> 6):
+            x = planes[k, w]
+            for b in range(min(64, count - 64 * w)):    # consecutive elements: vectorised
+                out[64 * w + b] |= ((x >> b) & 1) << k
     return out
 
 
