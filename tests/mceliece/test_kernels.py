@@ -527,38 +527,36 @@ def test_fft_kernel_twins(rng):
     p = PARAMS["Classic-McEliece-348864"]
     m, poly = p.m, gf.field_poly(p)
     powers, Uw, Ub = fft.fft_constants(m, 128, poly)
-    consts = rng.integers(0, 1 << m, 128)
+    consts = rng.integers(-2**63, 2**63, (m, fft.BLOCK), dtype=np.int64)
     assert np.array_equal(fft.fft_evaluate(consts, Uw, Ub, m), fft.fft_evaluate.py_func(consts, Uw, Ub, m))
-    # level 2's scaling planes read back as field elements: b^(P >> 2) at position P
+    # level 2's scaling planes read back as field elements: the same powers in every block of 32
     y = gf.vec_to_scalars(powers[2], 128)
-    assert len(set(y)) > 8 and all(y[P] == y[P & ~3] for P in range(128))
+    assert len(set(y)) > 8 and all(y[P] == y[P % 32] for P in range(128))
     f = rng.integers(0, 1 << m, 65)
     assert np.array_equal(fft.fft_coefficients(f, powers, m), fft.fft_coefficients.py_func(f, powers, m))
 
 
 def test_taylor_steps_move_the_masked_positions(rng):
-    # c[P] ^= c[P + 2^j] where bits (j + 1, j) of P are 10, then 01 (the transpose: c[P + 2^j] ^=
-    # c[P] at 01, then 10), bit by bit here; the compiled steps against it and the Python twin
+    # forward: c[P] ^= c[P + 2^(a+1)] where bits (a + 1, a) of P are 01, then c[P] ^= c[P - 2^a]
+    # where they are 10; transposed: c[P] ^= c[P + 2^a] at 01, then c[P] ^= c[P - 2^(a+1)] at 11.
+    # Bit by bit here; the compiled steps against it and the Python twin
     m, W = 13, fft.BLOCK
     c = rng.integers(-2**63, 2**63, (m, W), dtype=np.int64)
     bits = [[(int(c[k, P >> 6]) >> (P & 63)) & 1 for P in range(64 * W)] for k in range(m)]
-    for j in range(fft.TAYLOR_SCALES):
+    for a in range(fft.TAYLOR_SCALES):
         for transposed in (False, True):
+            steps = ((1, 1 << a), (3, -(2 << a))) if transposed else ((1, 2 << a), (2, -(1 << a)))
             want = [list(b) for b in bits]
-            for pattern in ((1, 2) if transposed else (2, 1)):
+            for pattern, shift in steps:
                 for k in range(m):
-                    for P in range(64 * W - (1 << j)):
-                        if (P >> j) & 3 == pattern:
-                            if transposed:
-                                want[k][P + (1 << j)] ^= want[k][P]
-                            else:
-                                want[k][P] ^= want[k][P + (1 << j)]
+                    want[k] = [x ^ want[k][P + shift] if (P >> a) & 3 == pattern and 0 <= P + shift < 64 * W else x
+                               for P, x in enumerate(want[k])]
             twin = c.copy()
-            fft.taylor_pair(twin, j, m, transposed)
+            fft.taylor_pair(twin, a, m, transposed)
             got = c.copy()
-            njit(lambda c, j, m, transposed: fft.taylor_pair(c, j, m, transposed))(got, j, m, transposed)
+            njit(lambda c, a, m, transposed: fft.taylor_pair(c, a, m, transposed))(got, a, m, transposed)
             assert [[(int(twin[k, P >> 6]) >> (P & 63)) & 1 for P in range(64 * W)] for k in range(m)] == want
-            assert np.array_equal(got, twin), (j, transposed)
+            assert np.array_equal(got, twin), (a, transposed)
 
 
 @pytest.mark.parametrize("name", ["Classic-McEliece-348864", "Classic-McEliece-460896", "Classic-McEliece-6960119"])

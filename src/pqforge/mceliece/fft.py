@@ -22,50 +22,51 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-from .gf import (BLOCK, PlaneBlocks, bit_mask, gf_inv, gf_mul, mul_block, parity64,
+from .gf import (BLOCK, PlaneBlocks, gf_inv, gf_mul, mul_block, parity64,
                  planes_intrinsic_args, vec_from_scalars, vec_mul, vec_to_scalars)
 from ..jit.cache import JIT_CACHE
 
 
 # -- the coefficient side, bitsliced -------------------------------------------------------------
 #
-# The K coefficients of every level live in m planes of BLOCK words (K <= 256 bits), and the
-# levels' sub-polynomials are never moved: at level d, coefficient i of sub-polynomial r sits at
-# position (i << d) | r, so a sub-polynomial is a residue class mod 2^d and every step acts on all
-# of them at once with masks and shifts. After log2 K levels, block p's constant sits at position
-# bitrev(p) (the first split decided the lowest bit).
+# The K coefficients of every level live in m planes of BLOCK words (K <= 256 bits) and are never
+# moved. They start in bit-reversed order (coefficient i at position bitrev(i)), so that at level
+# d (blocks of S = K >> d positions) each sub-polynomial is one block, its coefficient i at offset
+# bitrev(i) within it, and every step acts on all blocks at once with masks and shifts. After
+# log2 K levels, block p's constant sits at position p.
 #
 # At level d: scale coefficient i by b_d^i (a product by public planes), then the Taylor
-# expansion at x^2 + x, for j = D - 2 down to d: c[P] ^= c[P + 2^j] at the positions whose bits
-# (j + 1, j) are 10, then at those with 01 (``taylor_pair``).
+# expansion at x^2 + x (``taylor_pair``, from the block's scale down to the smallest).
 
 TAYLOR_SCALES = 7
-"""Scales j < 7 of the Taylor steps: K <= 256 positions."""
+"""Scales a < 7 of the Taylor steps: K <= 256 positions."""
 
 
 @lru_cache(maxsize=None)
-def _step_masks(j: int, words: int) -> tuple[int, int]:
-    """(10, 01): the positions among 64 words whose bits (j + 1, j) are 10, and 01, as integers."""
-    return tuple(sum(1 << P for P in range(64 * words) if (P >> j) & 3 == pattern) for pattern in (2, 1))
+def _step_masks(a: int, words: int) -> tuple[int, int, int]:
+    """(01, 10, 11): the positions among 64 words whose bits (a + 1, a) are 01, 10 and 11, as
+    integers."""
+    return tuple(sum(1 << P for P in range(64 * words) if (P >> a) & 3 == pattern) for pattern in (1, 2, 3))
 
 
-def taylor_pair(c, j, m, transposed):
-    """Both Taylor steps of scale 2^j on the coefficient planes c (m, words), in place:
-    c[P] ^= c[P + 2^j] at the positions P whose bits (j + 1, j) are 10, then at those with 01.
-    Transposed: c[P + 2^j] ^= c[P] at 01, then at 10. Positions are public; c may be secret.
-    Compiled: every plane in vector registers, the shifts as lane shuffles."""
+def taylor_pair(c, a, m, transposed):
+    """The two Taylor steps at position bits (a + 1, a) on the coefficient planes c (m, words), in
+    place: c[P] ^= c[P + 2^(a+1)] where those bits of P are 01, then c[P] ^= c[P - 2^a] where they
+    are 10 (in the order of the coefficients, c_i += c_(i+q) for i mod 4q in [2q, 3q), then in
+    [q, 2q)). Transposed: c[P] ^= c[P + 2^a] at 01, then c[P] ^= c[P - 2^(a+1)] at 11.
+    Positions are public; c may be secret. Compiled: every plane in vector registers, the shifts
+    across words as lane shuffles."""
     words = c.shape[1]
-    ten, one = _step_masks(j, words)
+    at01, at10, at11 = _step_masks(a, words)
     for k in range(m):
         x = int.from_bytes(c[k].astype("<i8").tobytes(), "little")
         if transposed:
-            x ^= (x & one) << (1 << j)
-            x ^= (x & ten) << (1 << j)
+            x ^= (x >> (1 << a)) & at01
+            x ^= (x << (2 << a)) & at11
         else:
-            x ^= (x >> (1 << j)) & ten
-            x ^= (x >> (1 << j)) & one
-        x &= (1 << (64 * words)) - 1
-        c[k] = np.frombuffer(x.to_bytes(8 * words, "little"), dtype="<i8")
+            x ^= (x >> (2 << a)) & at01
+            x ^= (x << (1 << a)) & at10
+        c[k] = np.frombuffer((x & ((1 << (64 * words)) - 1)).to_bytes(8 * words, "little"), dtype="<i8")
 
 
 def _taylor_intrinsic(m, transposed):
@@ -75,21 +76,22 @@ def _taylor_intrinsic(m, transposed):
         return ir.Constant(g.lanes, [((value >> (64 * w)) & (2**64 - 1)) - ((value >> (64 * w + 63)) & 1) * 2**64
                                      for w in range(g.words)])
 
-    def shifted(g, v, j, down):
-        # the lanes as one bit string shifted by 2^j toward lower (down) or higher positions
+    def moved(g, v, n):
+        # the lanes as one bit string, the bit at P + n brought to P (n > 0) or at P - |n| (n < 0):
+        # n a power of two, whole lanes from 64 on
         b, W = g.builder, g.words
-        zero = ir.Constant(g.lanes, [0] * W)
-        lanes = 1 << j >> 6 if j >= 6 else 1
-        order = ([w + lanes if w + lanes < W else W for w in range(W)] if down
-                 else [w - lanes if w >= lanes else W for w in range(W)])
-        moved = b.shuffle_vector(v, zero, ir.Constant(ir.VectorType(i32, W), order))
-        if j >= 6:
-            return moved
-        near, far = (b.lshr, b.shl) if down else (b.shl, b.lshr)
-        return b.or_(near(v, g.splat(ir.Constant(i64, 1 << j))), far(moved, g.splat(ir.Constant(i64, 64 - (1 << j)))))
+        lanes, bits = abs(n) >> 6, abs(n) & 63
+        step = lanes or 1
+        order = ([w + step if w + step < W else W for w in range(W)] if n > 0
+                 else [w - step if w >= step else W for w in range(W)])
+        shuffled = b.shuffle_vector(v, ir.Constant(g.lanes, [0] * W), ir.Constant(ir.VectorType(i32, W), order))
+        if not bits:
+            return shuffled
+        near, far = (b.lshr, b.shl) if n > 0 else (b.shl, b.lshr)
+        return b.or_(near(v, g.splat(ir.Constant(i64, bits))), far(shuffled, g.splat(ir.Constant(i64, 64 - bits))))
 
     @intrinsic
-    def pair(typingctx, c, j):
+    def pair(typingctx, c, a):
         if not planes_intrinsic_args(c):
             return None
 
@@ -97,68 +99,68 @@ def _taylor_intrinsic(m, transposed):
             g = PlaneBlocks(context, builder, signature, args)
             zero = ir.Constant(i64, 0)
             planes = g.load(0, m, zero)
-            cases = [builder.append_basic_block(f"scale{j}") for j in range(TAYLOR_SCALES)]
+            cases = [builder.append_basic_block(f"scale{a}") for a in range(TAYLOR_SCALES)]
             done = builder.append_basic_block("done")
             choose = builder.switch(g.word(1), done)
-            for j, block in enumerate(cases):
-                choose.add_case(ir.Constant(i64, j), block)
+            for a, block in enumerate(cases):
+                choose.add_case(ir.Constant(i64, a), block)
                 builder.position_at_end(block)
-                ten, one = (word_constants(g, mask) for mask in _step_masks(j, g.words))
+                at01, at10, at11 = (word_constants(g, mask) for mask in _step_masks(a, g.words))
+                steps = ((1 << a, at01), (-(2 << a), at11)) if transposed else ((2 << a, at01), (-(1 << a), at10))
                 out = []
                 for v in planes:
-                    if transposed:
-                        v = builder.xor(v, shifted(g, builder.and_(v, one), j, False))
-                        v = builder.xor(v, shifted(g, builder.and_(v, ten), j, False))
-                    else:
-                        v = builder.xor(v, builder.and_(shifted(g, v, j, True), ten))
-                        v = builder.xor(v, builder.and_(shifted(g, v, j, True), one))
+                    for n, mask in steps:
+                        v = builder.xor(v, builder.and_(moved(g, v, n), mask))
                     out.append(v)
                 g.store(0, out, zero)
                 builder.branch(done)
             builder.position_at_end(done)
             return context.get_dummy_value()
-        return types.void(c, j), codegen
+        return types.void(c, a), codegen
     return pair
 
 
 @overload(taylor_pair, inline="always")
-def _taylor_pair_compiled(c, j, m, transposed):
-    forward = {12: _taylor_intrinsic(12, False), 13: _taylor_intrinsic(13, False)}
-    backward = {12: _taylor_intrinsic(12, True), 13: _taylor_intrinsic(13, True)}
-    f12, f13, b12, b13 = forward[12], forward[13], backward[12], backward[13]
+def _taylor_pair_compiled(c, a, m, transposed):
+    f12, f13 = _taylor_intrinsic(12, False), _taylor_intrinsic(13, False)
+    t12, t13 = _taylor_intrinsic(12, True), _taylor_intrinsic(13, True)
 
-    def impl(c, j, m, transposed):
+    def impl(c, a, m, transposed):
         if transposed:
             if m == 12:
-                b12(c, j)
+                t12(c, a)
             else:
-                b13(c, j)
+                t13(c, a)
         elif m == 12:
-            f12(c, j)
+            f12(c, a)
         else:
-            f13(c, j)
+            f13(c, a)
     return impl
+
+
+@njit(cache=JIT_CACHE, inline="always")
+def _bitrev(x, D):
+    # the D low bits of x reversed (D <= 8; x public)
+    return _BITREV8[x] >> (8 - D)
 
 
 @njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
 def fft_coefficients(f, powers, m):
     """The constants left after log2 K levels (K = 2^powers.shape[0]) of scaling and Taylor
-    expansion of f (secret, at most K coefficients): entry p is the polynomial whose evaluations
-    fill block p of the output. powers[d] holds level d's public scaling powers as planes (the
-    bitsliced layout above). Products and XORs at public positions only."""
+    expansion of f (secret, at most K coefficients), as planes (m, BLOCK): position p holds the
+    polynomial whose evaluations fill block p of the output. powers[d] holds level d's public
+    scaling powers as planes (the layout above). Products and XORs at public positions only."""
     D = powers.shape[0]
-    K = 1 << D
-    c = vec_from_scalars(f, m, BLOCK)
+    placed = np.zeros(1 << D, dtype=np.int64)
+    for i in range(f.shape[0]):
+        placed[_bitrev(i, D)] = f[i]
+    c = vec_from_scalars(placed, m, BLOCK)
     taps = _TAPS[m - 12]
     for d in range(D):
         vec_mul(c, c, powers[d], m, taps)
-        for j in range(D - 2, d - 1, -1):
-            taylor_pair(c, j, m, False)
-    by_position = vec_to_scalars(c, K)
-    out = np.empty(K, dtype=np.int64)
-    for p in range(K):
-        out[p] = by_position[_BITREV8[p] >> (8 - D)]
-    return out
+        for a in range(D - d - 1):
+            taylor_pair(c, a, m, False)
+    return c
 
 
 @njit(cache=JIT_CACHE, inline="always")
@@ -354,27 +356,34 @@ def _wide_level(E, U, hw, m, transposed):
 
 @njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
 def fft_evaluate(consts, Uw, Ub, m):
-    """Combine the block constants (secret) upward into f(bitrev(x)) for all x < 2^m, bitsliced
-    (m, 2^m / 64). Uw[d] / Ub[d] hold the public u values of level d, laid out like the halves
-    they multiply (Uw for halves of whole words, Ub for halves inside a word)."""
-    K = consts.shape[0]
+    """Combine the block constants (secret; ``fft_coefficients``'s planes, K = 2^Uw.shape[0] of
+    them) upward into f(bitrev(x)) for all x < 2^m, bitsliced (m, 2^m / 64). Uw[d] / Ub[d] hold
+    the public u values of level d, laid out like the halves they multiply (Uw for halves of
+    whole words, Ub for halves inside a word)."""
+    D = Uw.shape[0]
+    K = 1 << D
     N = 1 << m
     nw = N >> 6
-    D = 0
-    while (1 << D) < K:
-        D += 1
-    E = np.zeros((m, nw), dtype=np.int64)
+    E = np.empty((m, nw), dtype=np.int64)
     block = N >> D                       # points per bottom block
-    for p in range(K):
+    # every point of block p takes bit k of constant p in plane k: stored, never a condition
+    if block == 64:
         for k in range(m):
-            bit = bit_mask(consts[p], k)
-            start = p * block
-            if block >= 64:
-                for w in range(start >> 6, (start + block) >> 6):
+            for p in range(K):
+                E[k, p] = -((consts[k, p >> 6] >> (p & 63)) & 1)
+    elif block > 64:
+        for k in range(m):
+            for p in range(K):
+                bit = -((consts[k, p >> 6] >> (p & 63)) & 1)
+                for w in range(p * (block >> 6), (p + 1) * (block >> 6)):
                     E[k, w] = bit
-            else:
-                run = ((np.int64(1) << block) - 1) << (start & 63)
-                E[k, start >> 6] |= run & bit
+    else:
+        E[:] = 0
+        for k in range(m):
+            for p in range(K):
+                bit = -((consts[k, p >> 6] >> (p & 63)) & 1)
+                start = p * block
+                E[k, start >> 6] |= (((np.int64(1) << block) - 1) << (start & 63)) & bit
     tmp = np.empty((m, nw), dtype=np.int64)
     for d in range(D - 1, -1, -1):
         half = N >> (d + 1)
@@ -404,17 +413,13 @@ for _h, _mask in ((1, 0x5555555555555555), (2, 0x3333333333333333), (4, 0x0F0F0F
 _TAPS = (np.array([3, 0], dtype=np.int64), np.array([4, 3, 1, 0], dtype=np.int64))
 # bit-reversed bytes: bitrev_D(p) = _BITREV8[p] >> (8 - D)
 _BITREV8 = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.int64)
-# the first bit of every block-bit lane of a word, for block = 16 and 32
-_LANE_STARTS = np.zeros(64, dtype=np.int64)
-_LANE_STARTS[16] = 0x0001000100010001
-_LANE_STARTS[32] = 0x0000000100000001
 
 
 @lru_cache(maxsize=None)
 def fft_constants(m: int, K: int, fpoly: int):
     """(powers, Uw, Ub) for degree below K over GF(2^m): public, computed once. powers[d] is
-    level d's scaling of the coefficient side, b_d^i at position (i << d) | r, as planes of BLOCK
-    words (``fft_coefficients``; K <= 256).
+    level d's scaling of the coefficient side, b_d^i at offset bitrev(i) of every block of K >> d
+    positions, as planes of BLOCK words (``fft_coefficients``; K <= 256).
 
     Writable, as the kernels' own arrays are: numba compiles a kernel once per array type, and a
     read-only constant would make vec_mul compile a second time for it."""
@@ -432,7 +437,8 @@ def fft_constants(m: int, K: int, fpoly: int):
         pw = [1]
         for _ in range(1, size):
             pw.append(gf_mul(pw[-1], b, m, fpoly))
-        powers[d] = vec_from_scalars(np.array(pw, dtype=np.int64)[np.arange(K) >> d], m, BLOCK)
+        offsets = np.arange(K) & (size - 1)                       # coefficient bitrev(offset) of its block
+        powers[d] = vec_from_scalars(np.array(pw, dtype=np.int64)[_BITREV8[offsets] >> (8 - (D - d))], m, BLOCK)
         binv = gf_inv(b, m, fpoly)
         gam = [gf_mul(x, binv, m, fpoly) for x in basis[:-1]]
         half = N >> (d + 1)
@@ -489,49 +495,40 @@ def fft_transposed(E, Uw, Ub, powers, m):
             for k in range(m):
                 for w in range(nw):
                     E[k, w] ^= tmp[k, w] << half
-    # bottom blocks: each constant is the sum of its block
+    # bottom blocks: constant p (at position p of the coefficient planes) is the sum of block p
     block = N >> D
-    c = np.zeros(K, dtype=np.int64)
-    if m <= block < 64:
-        # every block of a word at once: XOR folds bring each block-bit lane's parity to the
-        # lane's first bit (block = 16 or 32), plane k's at bit k of the lane (m <= block: no overlap)
-        fold16 = -1 if block == 32 else 0
-        starts = _LANE_STARTS[block]
-        y = np.zeros(nw, dtype=np.int64)
+    C = np.zeros((m, BLOCK), dtype=np.int64)
+    if block == 32:
+        # two blocks to a word: XOR folds bring each half's parity to its first bit (0 and 32)
         for k in range(m):
             for w in range(nw):
                 x = E[k, w]
-                x ^= (x >> 16) & fold16
+                x ^= x >> 16
                 x ^= x >> 8
                 x ^= x >> 4
                 x ^= x >> 2
                 x ^= x >> 1
-                y[w] |= (x & starts) << k
-        per = 64 // block
-        for p in range(K):
-            c[p] = (y[p // per] >> (block * (p % per))) & ((1 << m) - 1)
+                C[k, w >> 5] |= ((x & 1) | ((x >> 31) & 2)) << ((2 * w) & 63)
     else:
-        for p in range(K):
-            start = p * block
-            v = 0
-            for k in range(m):
+        for k in range(m):
+            for p in range(K):
+                start = p * block
                 if block >= 64:
                     acc = 0
                     for w in range(start >> 6, (start + block) >> 6):
                         acc ^= E[k, w]
                 else:
                     acc = (E[k, start >> 6] >> (start & 63)) & ((np.int64(1) << block) - 1)
-                v |= parity64(acc) << k
-            c[p] = v
-    # block p's constant at position bitrev(p) of the coefficient planes, then every step of
-    # ``fft_coefficients`` transposed, in reverse order
-    placed = np.empty(K, dtype=np.int64)
-    for p in range(K):
-        placed[_BITREV8[p] >> (8 - D)] = c[p]
-    C = vec_from_scalars(placed, m, BLOCK)
+                C[k, p >> 6] |= parity64(acc) << (p & 63)
+    # every step of ``fft_coefficients`` transposed, in reverse order; the sum of power j ends at
+    # position bitrev(j)
     taps = _TAPS[m - 12]
     for d in range(D - 1, -1, -1):
-        for j in range(d, D - 1):
-            taylor_pair(C, j, m, True)
+        for a in range(D - d - 2, -1, -1):
+            taylor_pair(C, a, m, True)
         vec_mul(C, C, powers[d], m, taps)
-    return vec_to_scalars(C, K)
+    by_position = vec_to_scalars(C, K)
+    sums = np.empty(K, dtype=np.int64)
+    for j in range(K):
+        sums[j] = by_position[_bitrev(j, D)]
+    return sums
