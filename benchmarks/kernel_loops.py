@@ -76,9 +76,8 @@ def main() -> None:
         "348864 1/g^2 (_inverse_square_12)": (decode._inverse_square_12, (values, ftaps, np.empty_like(values))),
         "348864 fft_evaluate": (fft.fft_evaluate, (consts, ev_Uw, ev_Ub, p.m)),
         # the transposed FFT overwrites its input: time it on a fresh copy each call
-        "348864 error locator (_monic_locator: Berlekamp-Massey, made monic)": (
-            decode._monic_locator, (rng.integers(0, 1 << p.m, 2 * p.t, dtype=np.int64), p.t, p.m, fpoly,
-                                    np.empty(p.t, np.int64))),
+        "348864 error locator (_locator_12: Berlekamp-Massey, made monic)": (
+            decode._locator_12, (rng.integers(0, 1 << p.m, 2 * p.t, dtype=np.int64), p.t, fpoly, np.empty(p.t, np.int64))),
         "348864 power sums (copy + fft_transposed)": (
             nb.njit(lambda E, Uw, Ub, powers, m: fft.fft_transposed(E.copy(), Uw, Ub, powers, m)),
             (values, sy_Uw, sy_Ub, sy_powers, p.m)),

@@ -83,7 +83,7 @@ def test_every_secret_mceliece_kernel_is_registered_or_named_as_a_gap():
     # called inside the registered kernels, and traced with them (checked below)
     inner = {benes._bitrev_bits, benes._ct_min, benes._exchange, benes._exchange_halves, benes._layer_step,
              benes._set_bit, benes._spread32, benes._swap_masked, benes.apply_benes,
-             decode._inverse_square_12, decode._inverse_square_13, decode._monic_locator, decode._monic_values, decode._popcount64,
+             decode._inverse_square_12, decode._inverse_square_13, decode._locator_12, decode._locator_13, decode._monic_locator, decode._monic_values, decode._popcount64,
              decode._power_sums,
              fft._log2, fft._low_word, fft._wide_level, fft.fft_coefficients,
              fft.fft_evaluate, fft.fft_transposed,

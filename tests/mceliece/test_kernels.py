@@ -204,8 +204,8 @@ def test_berlekamp_massey_refuses_what_its_intrinsics_do_not_cover():
             gf.berlekamp_massey(np.zeros(2 * args[0], dtype=np.int64), *args)
 
 
-# both parities of t (two per word); GF(2^12) keeps its polynomials in two words per plane
-# (t < 128), GF(2^13) in four (t < 256)
+# both parities of t (two per word); polynomials in two words per plane for t < 128, in four
+# from 128 on (GF(2^13), t < 256)
 @pytest.mark.parametrize("m,poly,taps,t,errors",
                          [(*field, t, errors) for field in FIELDS for t, errors in ((6, 6), (7, 7), (7, 5), (64, 64))]
                          + [(*FIELDS[1], 130, 130), (*FIELDS[1], 130, 97)])

@@ -46,20 +46,20 @@ KEYGEN = (
 finish together)."""
 _bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
 ENCAPSULATION = (Ahead(encap_preimage, (_bytes, _bytes, _int, _int, _int, _int, _int)),)
-DECODING = (decode.POWER_SUMS, decode.MONIC, decode.LOCATOR,
+DECODING = (decode.POWER_SUMS, decode.MONIC, *decode.LOCATOR.values(),
             Ahead(decap_preimage_bytes, (_bytes, _bytes, _int, _int, _int, types.boolean, _int, _i64_ro, *[_i64[3]] * 3, _i64[2],
                                          *[_i64[3]] * 3, types.UniTuple(_int, len(decode.units_of(12))))),
             decode.BENES, *decode.INVERSE_SQUARE.values(),
             Ahead(vec_square, (_i64[2], _i64[2], _int, _i64_ro)), Ahead(bitrev_planes, (_int,)),
             Ahead(vec_mul, (_i64[2], _i64[2], _i64[2], _int, _i64_ro)))
 """Decapsulation's kernels, the longest to compile first (``vec_mul`` serves the sets whose t is
-not a power of two; 1/g^2 has a unit per field)."""
+not a power of two; 1/g^2 and the error locator have a unit per field)."""
 
 
 def _called(p: Params, items: tuple) -> tuple:
     """The entries of ``items`` that parameter set p's operations call (moving pivot columns is
-    for the 'f' sets only, each field's 1/g^2 for its own sets)."""
-    other_fields = {unit for m, unit in decode.INVERSE_SQUARE.items() if m != p.m}
+    for the 'f' sets only, each field's units for its own sets)."""
+    other_fields = {unit for m, units in decode.PER_FIELD.items() if m != p.m for unit in units}
     return tuple(item for item in items if (p.semi_systematic or item.kernel is not move_pivot_columns)
                  and item not in other_fields)
 
@@ -92,12 +92,12 @@ def marker(path: str, p: Params, m: int | None = None) -> str:
 def estimate(path: str, p: Params) -> float:
     """The notice's seconds for ``path`` at p: ``COMPILE_SECONDS``, or ``SECOND_FIELD_SECONDS``
     for a decapsulation after another field's."""
-    if path == "decapsulation" and any(compiled(marker(path, p, m)) for m in decode.INVERSE_SQUARE if m != p.m):
+    if path == "decapsulation" and any(compiled(marker(path, p, m)) for m in decode.PER_FIELD if m != p.m):
         return SECOND_FIELD_SECONDS
     return COMPILE_SECONDS[path]
 
 
 def compiling(path: str) -> Callable[[Operation], Operation]:
     """The first-compile notice for ``path``, whose kernels serve every parameter set, except
-    decapsulation's 1/g^2, compiled per field."""
+    decapsulation's per-field units (``decode.PER_FIELD``)."""
     return notice(path, lambda p: estimate(path, p), lambda p: marker(path, p), prefetch=_prepare(path))

@@ -57,7 +57,7 @@ def _power_sums(E, Uw, Ub, powers, m, out):
         out[j] = sums[j]
 
 
-@njit(cache=JIT_CACHE)
+@njit(cache=JIT_CACHE, inline="always")     # compiled once per field, in the units below
 def _monic_locator(syn, t, m, fpoly, out):
     # out = the t low coefficients of the error locator of the 2t syndromes syn (secret), made
     # monic (its leading coefficient's inverse times it: the roots stay)
@@ -67,23 +67,41 @@ def _monic_locator(syn, t, m, fpoly, out):
         out[i] = low[i]
 
 
+@njit(cache=JIT_CACHE)
+def _locator_12(syn, t, fpoly, out):
+    # ``_monic_locator`` in GF(2^12): the field a constant, its Berlekamp-Massey steps only
+    _monic_locator(syn, t, 12, fpoly, out)
+
+
+@njit(cache=JIT_CACHE)
+def _locator_13(syn, t, fpoly, out):
+    # the same in GF(2^13)
+    _monic_locator(syn, t, 13, fpoly, out)
+
+
 _i64 = {d: types.Array(types.int64, d, "C") for d in (1, 2, 3)}
 _TAPS = types.Array(types.int64, 1, "C", readonly=True)
 MONIC = Unit(_monic_values, types.void(_i64[1], _i64[3], _i64[3], _i64[3], _i64[2], types.int64, _i64[2]))
 INVERSE_SQUARE = {m: Unit(kernel, types.void(_i64[2], _TAPS, _i64[2]))
                   for m, kernel in ((12, _inverse_square_12), (13, _inverse_square_13))}
 POWER_SUMS = Unit(_power_sums, types.void(_i64[2], _i64[3], _i64[3], _i64[3], types.int64, _i64[1]))
-LOCATOR = Unit(_monic_locator, types.void(_i64[1], types.int64, types.int64, types.int64, _i64[1]))
+LOCATOR = {m: Unit(kernel, types.void(_i64[1], types.int64, types.int64, _i64[1]))
+           for m, kernel in ((12, _locator_12), (13, _locator_13))}
 BENES = Unit(apply_benes, types.void(_i64[2], _i64[1], types.int64, types.boolean))
+
+
+PER_FIELD = {m: (INVERSE_SQUARE[m], LOCATOR[m]) for m in (12, 13)}
+"""The units compiled for one field: each set's first decapsulation compiles its own field's."""
 
 
 def units_of(m: int) -> tuple[Unit, ...]:
     """Decoding's units in GF(2^m), in the order of ``decap_preimage``'s ``units``."""
-    return MONIC, INVERSE_SQUARE[m], POWER_SUMS, LOCATOR, BENES
+    return MONIC, INVERSE_SQUARE[m], POWER_SUMS, LOCATOR[m], BENES
 
 
-monic_unit, power_sums_unit, locator_unit, benes_unit = MONIC.call, POWER_SUMS.call, LOCATOR.call, BENES.call
+monic_unit, power_sums_unit, benes_unit = MONIC.call, POWER_SUMS.call, BENES.call
 inverse_square_12_unit, inverse_square_13_unit = INVERSE_SQUARE[12].call, INVERSE_SQUARE[13].call
+locator_12_unit, locator_13_unit = LOCATOR[12].call, LOCATOR[13].call
 
 
 def units(m: int) -> tuple[int, ...]:
@@ -143,7 +161,10 @@ def decap_preimage(c, g, cond, s, m, n, t, fpoly, taps, ev_powers, ev_Uw, ev_Ub,
     power_sums_unit(units[2], w, sy_Uw, sy_Ub, sy_powers, m, syn)
 
     low = np.empty(t, dtype=np.int64)
-    locator_unit(units[3], syn, t, m, fpoly, low)
+    if m == 12:
+        locator_12_unit(units[3], syn, t, fpoly, low)
+    else:
+        locator_13_unit(units[3], syn, t, fpoly, low)
     img = values
     monic_unit(units[0], low, ev_powers, ev_Uw, ev_Ub, xt, m, img)
 

@@ -176,7 +176,7 @@ def berlekamp_massey(s, t, m, fpoly):
     public), every update is a masked select.
 
     C, B (kept as x B) and the window of syndromes S (bit i = s[N - i]) are bitsliced over
-    ``bm_words(m)`` words, coefficient i at bit i of each plane, and C and x B side by side in
+    ``bm_words(m, t)`` words, coefficient i at bit i of each plane, and C and x B side by side in
     one row of P: the discrepancy is the parity of the planes of C * S, and the update b C and
     d x B as one product of P by b's and d's bits side by side, each step in vector registers
     (``bm_discrepancy``, ``bm_update``).
@@ -184,7 +184,7 @@ def berlekamp_massey(s, t, m, fpoly):
     if not ((m == 12 and fpoly == 0x1009 and t < 128) or (m == 13 and fpoly == 0x201B and t < 256)):
         raise ValueError("berlekamp_massey: Classic McEliece's fields (FIELD_TAPS) and t < 128 (m = 12) "
                          "or t < 256 (m = 13) only")
-    H = bm_words(m)
+    H = bm_words(m, t)
     P = np.zeros((m, 2 * H), dtype=np.int64)               # C | x B
     S = np.zeros((m, H), dtype=np.int64)
     keep = np.zeros((1, H), dtype=np.int64)                # coefficients 0 .. t
@@ -510,12 +510,12 @@ compile_block_map(inverse_square_block, _inverse_square_planes)
 
 
 @njit(cache=JIT_CACHE, inline="always")
-def bm_words(m):
-    """Words per plane of Berlekamp-Massey's polynomials (coefficients 0 .. t): 2 in GF(2^12)
-    (t < 128; 348864 has t = 64), 4 in GF(2^13) (t < 256; every other set). One width per field:
-    each variant is compiled into every Berlekamp-Massey, and a third (GF(2^13) with 2 words for
-    460896 and 6960119) cost the first use about a second of compiling."""
-    return 2 if m == 12 else 4
+def bm_words(m, t):
+    """Words per plane of Berlekamp-Massey's polynomials (coefficients 0 .. t): 2 for t < 128
+    (348864, 460896, 6960119), else 4 (t < 256: 6688128, 8192128). GF(2^13)'s locator compiles
+    both widths (``decode`` has a locator unit per field); two words keep C and x B side by side
+    in one 256-bit register, where four spilled on CPUs with 16 vector registers."""
+    return 2 if t < 128 else 4
 
 
 def bm_discrepancy(P, S, new, m):
@@ -640,26 +640,33 @@ def _bm_intrinsics(m, H):
     return discrepancy, update
 
 
-(_bm_discrepancy_12, _bm_update_12), (_bm_discrepancy_13, _bm_update_13) = (
-    _bm_intrinsics(12, 2), _bm_intrinsics(13, 4))          # (m, bm_words(m))
+_BM = {(m, H): _bm_intrinsics(m, H) for m, H in ((12, 2), (13, 2), (13, 4))}     # (m, bm_words(m, t))
 
 
 @overload(bm_discrepancy, inline="always")
 def _bm_discrepancy_compiled(P, S, new, m):
+    d12, d13, d13_wide = _BM[12, 2][0], _BM[13, 2][0], _BM[13, 4][0]
+
     def impl(P, S, new, m):
         if m == 12:
-            return _bm_discrepancy_12(P, S, new)
-        return _bm_discrepancy_13(P, S, new)
+            return d12(P, S, new)
+        if S.shape[1] == 2:
+            return d13(P, S, new)
+        return d13_wide(P, S, new)
     return impl
 
 
 @overload(bm_update, inline="always")
 def _bm_update_compiled(P, b, d, upd, keep, m):
+    u12, u13, u13_wide = _BM[12, 2][1], _BM[13, 2][1], _BM[13, 4][1]
+
     def impl(P, b, d, upd, keep, m):
         if m == 12:
-            _bm_update_12(P, b, d, upd, keep)
+            u12(P, b, d, upd, keep)
+        elif keep.shape[1] == 2:
+            u13(P, b, d, upd, keep)
         else:
-            _bm_update_13(P, b, d, upd, keep)
+            u13_wide(P, b, d, upd, keep)
     return impl
 
 
