@@ -694,6 +694,8 @@ def vec_mul(out, a, b, m, taps):
         for w in range(0, done, BLOCK):
             mul_block(out, a, b, w, m)
     rest = W - done
+    if rest == 0:           # public: no allocation for the blocks' case (the FFTs call this per level)
+        return
     prod = np.zeros((2 * m - 1, rest), dtype=np.int64)
     for i in range(m):
         for j in range(m):
