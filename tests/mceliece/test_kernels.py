@@ -541,6 +541,7 @@ def test_taylor_steps_move_the_masked_positions(rng):
     # where they are 10; transposed: c[P] ^= c[P + 2^a] at 01, then c[P] ^= c[P - 2^(a+1)] at 11.
     # Bit by bit here; the compiled steps against it and the Python twin
     m, W = 13, fft.BLOCK
+    compiled = njit(lambda c, a, m, transposed: fft.taylor_pair(c, a, m, transposed))
     c = rng.integers(-2**63, 2**63, (m, W), dtype=np.int64)
     bits = [[(int(c[k, P >> 6]) >> (P & 63)) & 1 for P in range(64 * W)] for k in range(m)]
     for a in range(fft.TAYLOR_SCALES):
@@ -554,7 +555,7 @@ def test_taylor_steps_move_the_masked_positions(rng):
             twin = c.copy()
             fft.taylor_pair(twin, a, m, transposed)
             got = c.copy()
-            njit(lambda c, a, m, transposed: fft.taylor_pair(c, a, m, transposed))(got, a, m, transposed)
+            compiled(got, a, m, transposed)
             assert [[(int(twin[k, P >> 6]) >> (P & 63)) & 1 for P in range(64 * W)] for k in range(m)] == want
             assert np.array_equal(got, twin), (a, transposed)
 
