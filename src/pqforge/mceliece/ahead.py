@@ -45,7 +45,7 @@ KEYGEN = (
 """Key generation's kernels, the longest to compile first (so that the processes sharing them
 finish together)."""
 _bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
-ENCAPSULATION = (Ahead(encap_preimage, (_bytes, _bytes, _int, _int, _int, _int, _int, _int)),)
+ENCAPSULATION = (Ahead(encap_preimage, (_bytes, _bytes, _int, _int, _int, _int, _int)),)
 DECODING = (decode.POWER_SUMS, decode.MONIC, *decode.LOCATOR.values(),
             Ahead(decap_preimage_bytes, (_bytes, _bytes, _int, _int, _int, types.boolean, _int, _i64_ro, *[_i64[3]] * 3, _i64[2],
                                          *[_i64[3]] * 3, types.UniTuple(_int, len(decode.units_of(12))))),

@@ -301,24 +301,18 @@ def padding_ok(pk, mt, row_bytes, k):
 
 
 @njit(cache=JIT_CACHE)
-def encap_preimage(buf, pk, n, t, m, mt, row_bytes, draw):
+def encap_preimage(buf, pk, n, t, m, mt, row_bytes):
     """Encapsulation's compiled part: (ok, 1 | e | C), the hash input of the shared secret, with
-    e from FixedWeight's random bytes and C = H e (pk as for syndrome_from_public_key). buf holds
-    one or more draws of ``draw`` bytes, tried in order: the submission's rejection loop, whose
-    outcome is public. ok = 0 asks for fresh bytes (no draw gave t distinct positions); ok = -1:
-    the public key has nonzero padding bits. Secret: buf and e.
+    e from FixedWeight's random bytes buf and C = H e (pk as for syndrome_from_public_key).
+    ok = 0 asks for fresh bytes (the submission's public rejection loop); ok = -1: the public
+    key has nonzero padding bits. Secret: buf and e.
     """
     nb = n >> 3
     sb = (mt + 7) >> 3
     out = np.empty(1 + nb + sb, dtype=np.uint8)
     if not padding_ok(pk, mt, row_bytes, n - mt):
         return -1, out
-    data = np.frombuffer(buf, dtype=np.uint8)
-    ok, ind = 0, np.zeros(t, dtype=np.int64)
-    for at in range(0, len(data) - draw + 1, draw):
-        ok, ind = fixed_weight_indices(data[at:at + draw], n, t, m)
-        if ok:                      # public: the rejection loop ends
-            break
+    ok, ind = fixed_weight_indices(buf, n, t, m)
     if ok == 0:
         return 0, out
     e = weight_vector(ind, nb)

@@ -211,22 +211,10 @@ def public_key_from_private(p: Params, sk: bytes) -> bytes:
 
 # -- encapsulation --------------------------------------------------------------------------
 
-def _draw_size(p: Params) -> int:
+def _weight_bytes(p: Params, rng) -> bytes:
     # FixedWeight's random bytes: 2t words, or 4t when n < 2^m (the first t below n are kept)
-    return 2 * (p.t if p.n == p.q else 2 * p.t)
-
-
-def _weight_bytes(p: Params, rng, draws: int = 1) -> bytes:
-    size = draws * _draw_size(p)
-    return require_bytes(rng(size), "random bytes", size)
-
-
-SYSTEM_DRAWS = 2
-"""FixedWeight's draws asked of the system's randomness at once, tried in order in compiled code:
-a draw is rejected about 44% of the time at 348864 (a repeated position among 64 of 3488), and
-two draws per call measured cheaper than one or four (the system call costs more the more it
-returns). A caller's generator is asked one draw at a time, as the submission asks its own:
-known-answer tests depend on that sequence."""
+    draw = 2 * (p.t if p.n == p.q else 2 * p.t)
+    return require_bytes(rng(draw), "random bytes", draw)
 
 
 def fixed_weight(p: Params, rng) -> np.ndarray:
@@ -245,11 +233,9 @@ def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
     input 1 | e | C in one compiled call per draw of random bytes (which also checks the public
     key's padding bits)."""
     pk = _public_key_bytes(p, pk)
-    draws = SYSTEM_DRAWS if rng is None else 1
     rng = _rng(rng)
     while True:
-        ok, pre = encap_preimage(_weight_bytes(p, rng, draws), pk, p.n, p.t, p.m, p.mt, p.pk_row_bytes,
-                                 _draw_size(p))
+        ok, pre = encap_preimage(_weight_bytes(p, rng), pk, p.n, p.t, p.m, p.mt, p.pk_row_bytes)
         if ok < 0:
             raise _padding_error(p)
         if ok:                              # pre = 1 | e | C, hashed from the array: no bytes copy of e
