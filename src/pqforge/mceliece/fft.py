@@ -120,12 +120,23 @@ def _taylor_intrinsic(m, transposed):
     return pair
 
 
-@overload(taylor_pair, inline="always")
+@overload(taylor_pair, inline="always", prefer_literal=True)
 def _taylor_pair_compiled(c, a, m, transposed):
-    f12, f13 = _taylor_intrinsic(12, False), _taylor_intrinsic(13, False)
-    t12, t13 = _taylor_intrinsic(12, True), _taylor_intrinsic(13, True)
+    # a literal direction (every caller's) compiles that direction's intrinsics only
+    directions = ((transposed.literal_value,) if isinstance(transposed, types.BooleanLiteral) else (False, True))
+    step = {(field, t): _taylor_intrinsic(field, t) for field in (12, 13) for t in directions}
+    if len(directions) == 1:
+        d12, d13 = step[12, directions[0]], step[13, directions[0]]
 
-    def impl(c, a, m, transposed):
+        def impl(c, a, m, transposed):
+            if m == 12:
+                d12(c, a)
+            else:
+                d13(c, a)
+        return impl
+    f12, f13, t12, t13 = step[12, False], step[13, False], step[12, True], step[13, True]
+
+    def impl_either(c, a, m, transposed):
         if transposed:
             if m == 12:
                 t12(c, a)
@@ -135,7 +146,7 @@ def _taylor_pair_compiled(c, a, m, transposed):
             f12(c, a)
         else:
             f13(c, a)
-    return impl
+    return impl_either
 
 
 @njit(cache=JIT_CACHE, inline="always")

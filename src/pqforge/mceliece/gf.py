@@ -643,9 +643,21 @@ def _bm_intrinsics(m, H):
 _BM = {(m, H): _bm_intrinsics(m, H) for m, H in ((12, 2), (13, 2), (13, 4))}     # (m, bm_words(m, t))
 
 
-@overload(bm_discrepancy, inline="always")
+def _bm_fields(m):
+    # the fields whose intrinsics a call compiles: m's only when it is a literal (the locator's
+    # unit per field), else both
+    return (m.literal_value,) if isinstance(m, types.IntegerLiteral) else (12, 13)
+
+
+@overload(bm_discrepancy, inline="always", prefer_literal=True)
 def _bm_discrepancy_compiled(P, S, new, m):
-    d12, d13, d13_wide = _BM[12, 2][0], _BM[13, 2][0], _BM[13, 4][0]
+    fields = _bm_fields(m)
+    d12 = _BM[12, 2][0] if 12 in fields else None
+    d13, d13_wide = (_BM[13, 2][0], _BM[13, 4][0]) if 13 in fields else (None, None)
+    if fields == (12,):
+        return lambda P, S, new, m: d12(P, S, new)
+    if fields == (13,):
+        return lambda P, S, new, m: d13(P, S, new) if S.shape[1] == 2 else d13_wide(P, S, new)
 
     def impl(P, S, new, m):
         if m == 12:
@@ -656,9 +668,20 @@ def _bm_discrepancy_compiled(P, S, new, m):
     return impl
 
 
-@overload(bm_update, inline="always")
+@overload(bm_update, inline="always", prefer_literal=True)
 def _bm_update_compiled(P, b, d, upd, keep, m):
-    u12, u13, u13_wide = _BM[12, 2][1], _BM[13, 2][1], _BM[13, 4][1]
+    fields = _bm_fields(m)
+    u12 = _BM[12, 2][1] if 12 in fields else None
+    u13, u13_wide = (_BM[13, 2][1], _BM[13, 4][1]) if 13 in fields else (None, None)
+
+    def only_12(P, b, d, upd, keep, m):
+        u12(P, b, d, upd, keep)
+
+    def only_13(P, b, d, upd, keep, m):
+        if keep.shape[1] == 2:
+            u13(P, b, d, upd, keep)
+        else:
+            u13_wide(P, b, d, upd, keep)
 
     def impl(P, b, d, upd, keep, m):
         if m == 12:
@@ -667,7 +690,7 @@ def _bm_update_compiled(P, b, d, upd, keep, m):
             u13(P, b, d, upd, keep)
         else:
             u13_wide(P, b, d, upd, keep)
-    return impl
+    return {(12,): only_12, (13,): only_13}.get(fields, impl)
 
 
 @njit(cache=JIT_CACHE, inline="always")
