@@ -120,11 +120,14 @@ def _taylor_intrinsic(m, transposed):
     return pair
 
 
+_TAYLOR = {(m, transposed): _taylor_intrinsic(m, transposed) for m in (12, 13) for transposed in (False, True)}
+
+
 @overload(taylor_pair, inline="always", prefer_literal=True)
 def _taylor_pair_compiled(c, a, m, transposed):
     # a literal direction (every caller's) compiles that direction's intrinsics only
     directions = ((transposed.literal_value,) if isinstance(transposed, types.BooleanLiteral) else (False, True))
-    step = {(field, t): _taylor_intrinsic(field, t) for field in (12, 13) for t in directions}
+    step = _TAYLOR
     if len(directions) == 1:
         d12, d13 = step[12, directions[0]], step[13, directions[0]]
 

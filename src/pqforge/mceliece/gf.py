@@ -178,8 +178,9 @@ def berlekamp_massey(s, t, m, fpoly):
     C, B (kept as x B) and the window of syndromes S (bit i = s[N - i]) are bitsliced over
     ``bm_words(m, t)`` words, coefficient i at bit i of each plane, and C and x B side by side in
     one row of P: the discrepancy is the parity of the planes of C * S, and the update b C and
-    d x B as one product of P by b's and d's bits side by side, each step in vector registers
-    (``bm_discrepancy``, ``bm_update``).
+    d x B as one product of P by b's and d's bits side by side (two products, b C and d x B,
+    where the row is wider than a register), each step in vector registers (``bm_discrepancy``,
+    ``bm_update``).
     """
     if not ((m == 12 and fpoly == 0x1009 and t < 128) or (m == 13 and fpoly == 0x201B and t < 256)):
         raise ValueError("berlekamp_massey: Classic McEliece's fields (FIELD_TAPS) and t < 128 (m = 12) "
