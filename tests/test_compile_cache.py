@@ -157,6 +157,7 @@ def no_markers(monkeypatch, tmp_path):
     monkeypatch.setattr(cache, "CACHE_DIR", tmp_path)
     monkeypatch.setattr(cache, "NOTICES", True)
     monkeypatch.setattr(cache, "_seen", set())      # nor does this process's memory of earlier uses
+    monkeypatch.setattr(cache, "_pace", [])         # nor its first compile's pace
     return cache
 
 
@@ -257,6 +258,23 @@ def test_verify_after_a_cold_sign_announces_no_compile(tmp_path):
     verify = _cli(["verify", "--key", str(tmp_path / "k.pk"), str(tmp_path / "m"), str(tmp_path / "m.sig")], env)
     assert NOTICE not in verify, verify
     assert list((tmp_path / "cache" / "pqforge-compiled").glob("mayo-verify*"))     # the marker, written now
+
+
+def test_notices_follow_the_pace_of_the_first_compile(no_markers, capsys, monkeypatch):
+    import time
+    monkeypatch.setattr(no_markers, "PACE_FROM", 0.0)
+    slow = no_markers.compiling("slow", 0.05, lambda p: "demo slow")(lambda p: time.sleep(0.1))
+    slow(_Set())                                            # took about twice its estimate
+    later = no_markers.compiling("later", 4, lambda p: "demo later")(lambda p: "done")
+    assert later(_Set()) == "done"                           # instant: learnt nothing more
+    again = no_markers.compiling("again", 4, lambda p: "demo again")(lambda p: "done")
+    assert again(_Set()) == "done"
+    err = capsys.readouterr().err
+    assert err.count("once, about 8 s") == 2, err
+    monkeypatch.setattr(no_markers, "_pace", [0.1])         # a much faster machine: at most halved
+    assert no_markers.paced(4) == 2.0
+    monkeypatch.setattr(no_markers, "_pace", [])
+    assert no_markers.paced(4) == 4                          # nothing learnt yet: as estimated
 
 
 def test_a_notice_estimate_may_depend_on_the_parameter_set(no_markers, capsys):

@@ -25,6 +25,7 @@ import re
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable, TypeVar, cast
@@ -125,6 +126,19 @@ _lock = threading.RLock()     # reentrant: a first call may make the first call 
 NOTICES = True
 """Whether a first compile prints its notice (``pqforge precompile`` shows a progress bar instead)."""
 
+PACE_FROM = 2.0
+"""Announced seconds from which a first compile's duration tells this machine's pace."""
+_pace: list[float] = []
+"""The first such compile's duration over its estimate, in this process (compiled here: no
+helper has started yet, so it measures the machine, not the helper's head start)."""
+
+
+def paced(seconds: float) -> float:
+    """``seconds`` (an estimate for a 2-core x86-64 machine) scaled by the pace of this process's
+    first compile, held within 0.5 .. 2: after it, a fast machine's notices announce less and a
+    slow one's more."""
+    return seconds * min(2.0, max(0.5, _pace[0])) if _pace else seconds
+
 
 Operation = TypeVar("Operation", bound=Callable[..., Any])
 
@@ -172,15 +186,19 @@ def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Calla
                 return fn(params, *args, **kwargs)
             with _lock:     # one notice, and one compile, when threads start together
                 if key not in _seen:
+                    estimate = 0.0
                     if not is_compiled(key) and _will_compile(prefetch, params):
                         once = "once" if JIT_CACHE else "uncached"
+                        estimate = seconds(params) if callable(seconds) else seconds
                         if NOTICES:
-                            about = seconds(params) if callable(seconds) else seconds
                             _say(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
-                                 f"about {about:.0f} s")
+                                 f"about {paced(estimate):.0f} s")
                         if prefetch is not None:
                             prefetch(params)
+                    start = time.perf_counter()
                     result = fn(params, *args, **kwargs)
+                    if estimate >= PACE_FROM and not _pace:
+                        _pace.append((time.perf_counter() - start) / estimate)
                     mark_compiled(key)
                     _seen.add(key)
                     return result
