@@ -129,8 +129,8 @@ NOTICES = True
 PACE_FROM = 2.0
 """Announced seconds from which a first compile's duration tells this machine's pace."""
 _pace: list[float] = []
-"""The first such compile's duration over its estimate, in this process (compiled here: no
-helper has started yet, so it measures the machine, not the helper's head start)."""
+"""The first such compile's duration over its estimate, in this process: its helpers start with
+it at the earliest, so no earlier helper has done part of its work, and it measures the machine."""
 
 
 def paced(seconds: float) -> float:
@@ -172,7 +172,8 @@ def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Calla
               prefetch: Callable[[Any], None] | None = None) -> Callable[[Operation], Operation]:
     """Decorator for an operation ``fn(params, ...)`` whose first call in a process may compile
     the kernels of ``path``: that call prints "pqforge: compiling MAYO-2 sign kernels for this
-    CPU, once, about N s" (N: ``seconds``, or ``seconds(params)``) on stderr unless the marker ``kernels(params)`` says the cache holds
+    CPU, once, about N s" (N: ``seconds``, or ``seconds(params)``, at this machine's pace:
+    ``paced``) on stderr unless the marker ``kernels(params)`` says the cache holds
     them, or numba's cache holds every kernel ``prefetch`` lists for it (``_will_compile``),
     and writes that marker when it returns. The marker names what was compiled: kernels
     shared by every parameter set of a scheme have one marker, kernels specialised per size one
