@@ -91,8 +91,8 @@ def test_every_secret_mceliece_kernel_is_registered_or_named_as_a_gap():
              gf.gf_reduce_all, gf.gf_scale, gf.poly_mulmod, gf.vec_inverse_square, gf.vec_mul,
              matrix._eq_mask}
     # public data and sizes: the Benes network's input sequence, the public key and its padding,
-    # Berlekamp-Massey's words per plane (from m), the FFT's bit-reversed positions
-    public_only = {benes.bitrev_planes, matrix.pack_public_key, matrix.padding_ok, gf.bm_words, fft._bitrev}
+    # Berlekamp-Massey's words per plane (from m)
+    public_only = {benes.bitrev_planes, matrix.pack_public_key, matrix.padding_ok, gf.bm_words}
     # they see secrets but have no target of their own; named so that the gap stays in view
     unregistered = {
         # key generation's matrix work and its support (docs/constant-time.md: not registered)

@@ -187,13 +187,15 @@ def _layer_step(out, pos, step, pi, w, n, q):
         q[j + half] = (A[2 * j + 1] & 0xFFFF) >> 1
 
 
+_BITREV8 = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.int64)
+"""Every byte with its bits reversed."""
+
+
 @njit(cache=JIT_CACHE)
 def _bitrev_bits(x, bits):
-    # bit reversal by a fixed loop (applied to public positions and indices)
-    r = 0
-    for i in range(bits):
-        r |= ((x >> i) & 1) << (bits - 1 - i)
-    return r
+    # the low ``bits`` (at most 16) of x reversed, by two table lookups (applied to public
+    # positions and indices only)
+    return ((_BITREV8[x & 0xFF] << 8) | _BITREV8[(x >> 8) & 0xFF]) >> (16 - bits)
 
 
 @njit(cache=JIT_CACHE)

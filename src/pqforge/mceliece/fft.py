@@ -22,6 +22,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
+from .benes import _bitrev_bits
 from .gf import (BLOCK, PlaneBlocks, gf_inv, gf_mul, mul_block, parity64,
                  planes_intrinsic_args, vec_from_scalars, vec_mul, vec_to_scalars)
 from ..jit.cache import JIT_CACHE
@@ -152,12 +153,6 @@ def _taylor_pair_compiled(c, a, m, transposed):
     return impl_either
 
 
-@njit(cache=JIT_CACHE, inline="always")
-def _bitrev(x, D):
-    # the D low bits of x reversed (D <= 8; x public)
-    return _BITREV8[x] >> (8 - D)
-
-
 @njit(cache=JIT_CACHE, inline="always")     # compiled once, inside the kernel that calls it
 def fft_coefficients(f, powers, m):
     """The constants left after log2 K levels (K = 2^powers.shape[0]) of scaling and Taylor
@@ -167,7 +162,7 @@ def fft_coefficients(f, powers, m):
     D = powers.shape[0]
     placed = np.zeros(1 << D, dtype=np.int64)
     for i in range(f.shape[0]):
-        placed[_bitrev(i, D)] = f[i]
+        placed[_bitrev_bits(i, D)] = f[i]
     c = vec_from_scalars(placed, m, BLOCK)
     taps = _TAPS[m - 12]
     for d in range(D):
@@ -425,8 +420,6 @@ for _h, _mask in ((1, 0x5555555555555555), (2, 0x3333333333333333), (4, 0x0F0F0F
                   (8, 0x00FF00FF00FF00FF), (16, 0x0000FFFF0000FFFF), (32, 0x00000000FFFFFFFF)):
     _LOW_MASKS[_h] = _mask
 _TAPS = (np.array([3, 0], dtype=np.int64), np.array([4, 3, 1, 0], dtype=np.int64))
-# bit-reversed bytes: bitrev_D(p) = _BITREV8[p] >> (8 - D)
-_BITREV8 = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.int64)
 
 
 @lru_cache(maxsize=None)
@@ -452,7 +445,8 @@ def fft_constants(m: int, K: int, fpoly: int):
         for _ in range(1, size):
             pw.append(gf_mul(pw[-1], b, m, fpoly))
         offsets = np.arange(K) & (size - 1)                       # coefficient bitrev(offset) of its block
-        powers[d] = vec_from_scalars(np.array(pw, dtype=np.int64)[_BITREV8[offsets] >> (8 - (D - d))], m, BLOCK)
+        powers[d] = vec_from_scalars(np.array([pw[_bitrev_bits(int(o), D - d)] for o in offsets], dtype=np.int64),
+                                     m, BLOCK)
         binv = gf_inv(b, m, fpoly)
         gam = [gf_mul(x, binv, m, fpoly) for x in basis[:-1]]
         half = N >> (d + 1)
@@ -544,5 +538,5 @@ def fft_transposed(E, Uw, Ub, powers, m):
     by_position = vec_to_scalars(C, K)
     sums = np.empty(K, dtype=np.int64)
     for j in range(K):
-        sums[j] = by_position[_bitrev(j, D)]
+        sums[j] = by_position[_bitrev_bits(j, D)]
     return sums
