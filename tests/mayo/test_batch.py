@@ -465,6 +465,28 @@ def test_a_failing_chunk_stops_the_call_with_no_work_left_running():
     assert len(done) == finished < 63
 
 
+def test_chunks_are_few_when_small_and_the_calling_thread_takes_one():
+    """A chunk pays for its inputs and its compiled call: small batches get one chunk per thread
+    (one on one thread), large ones up to four per thread; the caller works on one itself."""
+    import threading
+    import time
+    sizes = lambda parts: [hi - lo for lo, hi in parts]
+    assert sizes(pool.chunks(8, 2)) == [4, 4]
+    assert sizes(pool.chunks(32, 2)) == [16, 16]
+    assert sizes(pool.chunks(256, 2)) == [32] * 8
+    assert sizes(pool.chunks(100, 1)) == [100]
+    assert sizes(pool.chunks(100, 1, most=30)) == [25] * 4
+    assert sizes(pool.chunks(1, 4)) == [1]
+    seen = []
+
+    def work(lo, hi):
+        seen.append(threading.get_ident())
+        time.sleep(0.02)
+
+    pool.run_chunks(work, 2, 2)
+    assert len(seen) == 2 and threading.get_ident() in seen
+
+
 def test_without_the_driver_library_there_is_no_gpu_and_numba_cuda_stays_unimported():
     """``backend="auto"`` asks for a GPU on every large batch; with no NVIDIA driver the answer
     must come without importing numba-cuda (a cost of tenths of a second on the first call)."""

@@ -56,12 +56,19 @@ def _executor(threads: int) -> ThreadPoolExecutor:
     return _pool
 
 
+# Elements a chunk should have at least: each chunk pays for its own inputs and compiled call
+# (tens of microseconds), a visible part of a chunk of a few signatures.
+MIN_CHUNK = 16
+
+
 def chunks(size: int, threads: int, most: int | None = None) -> list[tuple[int, int]]:
-    """Index ranges covering 0..size: a few per thread so that uneven chunks even out, and none
-    longer than ``most``."""
+    """Index ranges covering 0..size: one per thread at least, up to four per thread so that
+    uneven chunks even out where each still holds ``MIN_CHUNK`` elements; one chunk on one
+    thread; none longer than ``most``."""
     if size == 0:
         return []
-    count = max(1, min(size, threads * 4), -(-size // most) if most else 1)
+    count = min(size, threads * 4, max(threads, size // MIN_CHUNK)) if threads > 1 else 1
+    count = max(count, -(-size // most) if most else 1)
     bounds = np.linspace(0, size, count + 1).astype(int)
     return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
@@ -75,6 +82,12 @@ def start_chunks(fn: Callable[[int, int], Any], size: int, threads: int, most: i
         for lo, hi in parts:
             fn(lo, hi)
         return []
+    return _pool_workers(_chunk_worker(fn, parts), min(threads, len(parts)))
+
+
+def _chunk_worker(fn: Callable[[int, int], Any], parts: list[tuple[int, int]]) -> Callable[[], None]:
+    """A worker taking the next of ``parts`` until none is left or one has failed; every thread
+    running it shares the parts."""
     todo, take, failed = iter(parts), threading.Lock(), threading.Event()
 
     def worker() -> None:
@@ -88,10 +101,13 @@ def start_chunks(fn: Callable[[int, int], Any], size: int, threads: int, most: i
             except BaseException:
                 failed.set()              # the other workers take no further chunk
                 raise
+    return worker
 
+
+def _pool_workers(worker: Callable[[], None], count: int) -> list[Future[Any]]:
     with _lock:
-        pool = _executor(threads)
-        return [pool.submit(worker) for _ in range(min(threads, len(parts)))]
+        pool = _executor(count)
+        return [pool.submit(worker) for _ in range(count)]
 
 
 def finish_chunks(futures: list[Future[Any]]) -> None:
@@ -103,5 +119,16 @@ def finish_chunks(futures: list[Future[Any]]) -> None:
 
 
 def run_chunks(fn: Callable[[int, int], Any], size: int, threads: int, most: int | None = None) -> None:
-    """fn(lo, hi) over chunks of range(size) on ``threads`` threads (``check_threads``'s count)."""
-    finish_chunks(start_chunks(fn, size, threads, most))
+    """fn(lo, hi) over chunks of range(size) on ``threads`` threads (``check_threads``'s count):
+    the calling thread is one of them, so a call wakes one thread fewer."""
+    parts = chunks(size, threads, most)
+    if threads == 1 or len(parts) <= 1:
+        for lo, hi in parts:
+            fn(lo, hi)
+        return
+    worker = _chunk_worker(fn, parts)
+    helpers = _pool_workers(worker, min(threads, len(parts)) - 1)
+    try:
+        worker()
+    finally:
+        finish_chunks(helpers)
