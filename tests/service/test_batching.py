@@ -38,6 +38,39 @@ def test_requests_that_come_while_a_batch_runs_go_as_the_next_batch():
     asyncio.run(scenario())
 
 
+def test_the_next_batch_starts_before_the_answers_of_the_last_go_out():
+    """Writing the answers of a batch keeps the event loop busy; the next batch is already on the
+    cores by then."""
+    class Counting(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, *args, **kwargs):
+            self.submitted += 1
+            return super().submit(*args, **kwargs)
+
+    release = threading.Event()
+
+    def run(payloads):
+        release.wait(30)
+        return payloads
+
+    async def scenario():
+        with Counting(2) as executor:
+            batcher = Batcher(executor, max_batch=64, max_wait_ms=1.0, max_queue=1000)
+            first = batcher.submit(("sign", "k"), 0, run)
+            while not executor.submitted:
+                await asyncio.sleep(0.01)
+            later = [batcher.submit(("sign", "k"), i, run) for i in range(1, 4)]
+            handed_out = []
+            first.add_done_callback(lambda _: handed_out.append(executor.submitted))
+            release.set()
+            assert await asyncio.gather(first, *later) == [0, 1, 2, 3]
+            assert handed_out == [2]        # the second batch was submitted before the first answer
+            await batcher.drain()
+
+    asyncio.run(scenario())
+
+
 class _Recorder:
     def __init__(self):
         self.writes, self.closed = [], False

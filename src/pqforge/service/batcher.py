@@ -5,6 +5,8 @@ release the GIL), so the event loop keeps accepting requests meanwhile. While a 
 is being computed, the requests that arrive meanwhile wait for it to end (or for ``max_batch``
 of them) and then go as the next batch: a batch call already uses every core, so a second one
 beside it would only split them, and under load the batches grow instead of the calls.
+When a batch ends, the next one is handed to the cores before its answers go out: writing
+them keeps the event loop busy for a while.
 
 Each request owns a future; the batch function returns one result per item, in order, and the
 i-th result goes to the i-th future, so every caller gets exactly its own answer. A request whose
@@ -93,8 +95,13 @@ class Batcher:
             self._queues.pop(key, None)
 
     async def _run(self, key: tuple, queue: _Queue, batch) -> None:
+        live = [(p, f) for p, f in batch if not f.done()]
+        outcome: list | BaseException = []
         try:
-            await self._compute(key[0], queue.run, batch)
+            if live:
+                outcome = await self._compute(key[0], queue.run, [p for p, _ in live])
+        except BaseException as exc:  # every waiter learns of the failure; none hangs
+            outcome = exc
         finally:
             queue.running -= 1
             if not queue.running:   # the requests that came meanwhile are the next batch
@@ -102,28 +109,27 @@ class Batcher:
                     self._flush(key, queue)
                 elif self._queues.get(key) is queue:
                     del self._queues[key]
-
-    async def _compute(self, operation: str, run, batch) -> None:
-        live = [(p, f) for p, f in batch if not f.done()]
-        if not live:
-            return
-        if self.observe:
-            self.observe(operation, len(live), self.depth())
-        start = time.monotonic()
-        try:
-            results = await asyncio.get_running_loop().run_in_executor(self.executor, run, [p for p, _ in live])
-        except BaseException as exc:  # every waiter learns of the failure; none hangs
+        # The answers go out after the next batch has started: writing them keeps the event loop
+        # busy for a while, and the cores would wait for it.
+        if isinstance(outcome, BaseException):
             for _, future in live:
                 if not future.done():
-                    future.set_exception(exc)
-            if not isinstance(exc, Exception):
-                raise
+                    future.set_exception(outcome)
+            if not isinstance(outcome, Exception):
+                raise outcome
             return
-        finally:
-            self._batch_seconds = 0.8 * self._batch_seconds + 0.2 * (time.monotonic() - start)
-        for (_, future), result in zip(live, results, strict=True):
+        for (_, future), result in zip(live, outcome, strict=True):
             if not future.done():
                 future.set_result(result)
+
+    async def _compute(self, operation: str, run, payloads: list) -> list:
+        if self.observe:
+            self.observe(operation, len(payloads), self.depth())
+        start = time.monotonic()
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.executor, run, payloads)
+        finally:
+            self._batch_seconds = 0.8 * self._batch_seconds + 0.2 * (time.monotonic() - start)
 
     async def drain(self) -> None:
         """Flush every queue now and wait for all batches (graceful shutdown)."""
