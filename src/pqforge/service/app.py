@@ -40,10 +40,10 @@ class _ServiceApp(FastAPI):
     """FastAPI behind FastPath, Guard and TokenFirst: the hot path skips FastAPI's own per-request layers too
     (its telemetry check, error and body-limit middlewares), not only routing and validation."""
 
-    front = None
+    fast_path = None      # the FastPath in front; the service's HTTP protocol finds it here
 
     async def __call__(self, scope, receive, send):
-        await self.front(scope, receive, send)
+        await self.fast_path(scope, receive, send)
 
 
 def create_app(settings: Settings, submit=None) -> FastAPI:
@@ -198,7 +198,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         shared = await asyncio.get_running_loop().run_in_executor(service.executor, run)
         return JSONResponse({"shared_secret": b64(shared)})
 
-    app.front = FastPath(Guard(TokenFirst(functools.partial(FastAPI.__call__, app), service), service), service)
+    app.fast_path = FastPath(Guard(TokenFirst(functools.partial(FastAPI.__call__, app), service), service), service)
     return app
 
 

@@ -176,14 +176,15 @@ class Service:
     # --- async helpers ---------------------------------------------------------------------------
     async def batched(self, receive, queue_key: tuple, payload, run):
         """This request's own result from a batch; ``receive`` is the request's ASGI receive channel,
-        watched for the client hanging up when requests may wait long (see WATCH_HANGUP_FROM_MS)."""
+        watched for the client hanging up when requests may wait long (see WATCH_HANGUP_FROM_MS),
+        or None where a hang-up cancels the request's task instead (``protocol.ServiceProtocol``)."""
         try:
             future = self.submit(queue_key, payload, run)
         except QueueFull as exc:
             retry = max(1, round(exc.retry_after_s + 0.5))
             raise ApiError(429, "queue_full", f"too many requests waiting for {queue_key[0]}; retry later",
                            headers={"Retry-After": str(retry)}) from None
-        if self.settings.max_wait_ms < WATCH_HANGUP_FROM_MS:
+        if receive is None or self.settings.max_wait_ms < WATCH_HANGUP_FROM_MS:
             return await future
         # a client that hangs up cancels its future, and the batcher skips cancelled futures
         gone = asyncio.get_running_loop().create_task(_disconnected(receive))

@@ -116,65 +116,83 @@ _FAST = {("sign", False), ("verify", True), ("sign-many", False), ("verify-many"
 
 class FastPath:
     """Pure ASGI app in front of everything, answering the hot path, the sign and verify requests
-    (single- and many-message), in one coroutine: without Guard and TokenFirst as layers, and without FastAPI's
+    (single- and many-message): without Guard and TokenFirst as layers, and without FastAPI's
     routing, dependency and response machinery (together they cost more than the signing itself
-    per request). The same checks in the same order (body size, token, Content-Type, the same
-    pydantic models), the same batching, error answers and metrics; the FastAPI routes keep
-    documenting these endpoints. Every other request goes on to ``app`` (Guard, TokenFirst, FastAPI)."""
+    per request). The same checks in the same order (body size, token, body size again for a body
+    of unannounced length, Content-Type, the same pydantic models), the same batching, error
+    answers and metrics; the FastAPI routes keep documenting these endpoints. Every other request
+    goes on to ``app`` (Guard, TokenFirst, FastAPI).
+
+    ``respond`` is the hot path itself, apart from HTTP: the service's own HTTP protocol
+    (``protocol.ServiceProtocol``) calls it directly, without an ASGI request at all."""
 
     def __init__(self, app, service: Service):
         self.app, self.service = app, service
 
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["method"] != "POST":
-            return await self.app(scope, receive, send)
-        path = scope["path"]
+    @staticmethod
+    def answers(method: str, path: str) -> tuple[str, str | None] | None:
+        """(operation, key id or None) of a request that FastPath answers; None for any other."""
+        if method != "POST":
+            return None
         operation, key_id = route("POST", path)
-        if (operation, key_id is None) not in _FAST:
+        return (operation, key_id) if (operation, key_id is None) in _FAST else None
+
+    async def __call__(self, scope, receive, send):
+        hot = scope["type"] == "http" and self.answers(scope["method"], scope["path"])
+        if not hot:
             return await self.app(scope, receive, send)
-        service = self.service
-        started = time.perf_counter()
-        try:
-            answer = await self._answer(scope, receive, operation, key_id)
-        except Exception as exc:
-            answer = error_response(service, exc, "POST", path)
+        authorization, content_type, length = request_headers(scope["headers"])
+        limit = self.service.settings.max_body_bytes
+
+        async def read_body() -> bytes | None:
+            body = b""
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    raise ClientGone()
+                body += message.get("body", b"")
+                if len(body) > limit:
+                    return None
+                if not message.get("more_body"):
+                    return body
+
+        status, answer = await self.respond(*hot, authorization, content_type, length, read_body, receive)
         if isinstance(answer, bytes):
-            status = 200
             await send({"type": "http.response.start", "status": 200,
                         "headers": _JSON_HEADERS + [(b"content-length", b"%d" % len(answer))]})
             await send({"type": "http.response.body", "body": answer})
         else:
-            status = answer.status_code
             await answer(scope, receive, send)
-        service.metrics.record(operation, status, time.perf_counter() - started)
 
-    async def _answer(self, scope, receive, operation: str, key_id: str | None):
-        """The answer's JSON body, or an error Response (a refused body) to send as it is."""
+    async def respond(self, operation: str, key_id: str | None, authorization: str | None,
+                      content_type: str | None, length: int | None, read_body, receive=None):
+        """(status, answer) of one hot-path request, its metrics recorded: the answer is the JSON
+        body of a 200, or an error Response. ``length`` is the declared Content-Length (None when
+        absent); ``read_body()`` gives the body, or None when it grew past the limit; ``receive``,
+        where there is one, is watched for the client hanging up while the request waits long."""
+        started = time.perf_counter()
+        try:
+            answer = await self._answer(operation, key_id, authorization, content_type, length, read_body, receive)
+        except Exception as exc:
+            path = f"/v1/keys/{key_id}/{operation}" if key_id is not None else f"/v1/{operation}"
+            answer = error_response(self.service, exc, "POST", path)
+        status = 200 if isinstance(answer, bytes) else answer.status_code
+        self.service.metrics.record(operation, status, time.perf_counter() - started)
+        return status, answer
+
+    async def _answer(self, operation, key_id, authorization, content_type, length, read_body, receive):
         service = self.service
         limit = service.settings.max_body_bytes
-        authorization = content_type = None
-        for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > limit:
-                return error_answer(413, "too_large", f"body: at most {limit} bytes, got {int(value)}", "body")
-            if name == b"authorization" and authorization is None:
-                authorization = value.decode("latin-1")
-            elif name == b"content-type" and content_type is None:
-                content_type = value.decode("latin-1")
+        if length is not None and length > limit:
+            return error_answer(413, "too_large", f"body: at most {limit} bytes, got {length}", "body")
         # the token before the body: an unauthenticated request gets 401 whatever its body
         who = service.authenticate(authorization, cached_only=True) or \
             await run_in_threadpool(service.authenticate, authorization)
         if key_id is not None or not service.settings.public_verify:
             who.require_token()
-        body = b""
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                raise ClientGone()
-            body += message.get("body", b"")
-            if len(body) > limit:      # a chunked body grew past the limit
-                return error_answer(413, "too_large", f"body: at most {limit} bytes", "body")
-            if not message.get("more_body"):
-                break
+        body = await read_body()
+        if body is None:      # a body of unannounced length grew past the limit
+            return error_answer(413, "too_large", f"body: at most {limit} bytes", "body")
         if not json_media(content_type):
             raise bad_body(content_type)
         if operation == "sign":
@@ -184,3 +202,20 @@ class FastPath:
         if operation == "sign-many":
             return await service.sign_many(key_id, models.SignMany.model_validate_json(body), who)
         return await service.verify_many(models.VerifyMany.model_validate_json(body), who)
+
+
+def request_headers(headers) -> tuple[str | None, str | None, int | None]:
+    """(Authorization, Content-Type, Content-Length) of a request's (lower-case name, value) headers,
+    the first of each; a Content-Length that is not a number counts as absent (the HTTP parser
+    has refused such a request already)."""
+    authorization = content_type = length = None
+    for name, value in headers:
+        if name == b"authorization":
+            if authorization is None:
+                authorization = value.decode("latin-1")
+        elif name == b"content-type":
+            if content_type is None:
+                content_type = value.decode("latin-1")
+        elif name == b"content-length" and length is None and value.isdigit():
+            length = int(value)
+    return authorization, content_type, length
