@@ -120,7 +120,7 @@ if HttpToolsProtocol is not None:
 
         def connection_made(self, transport) -> None:
             super().connection_made(OneWriteTransport(transport, self.loop))
-            self.fast_path = _fast_path(self.app)
+            self.fast_path = _fast_path(self.app) if _HOOKS_PRESENT else None
 
         def on_headers_complete(self) -> None:
             hot = self._hot_request()
@@ -211,6 +211,11 @@ if HttpToolsProtocol is not None:
             if not cycle.keep_alive:
                 self.transport.close()
             self.on_response_complete()
+
+    # The uvicorn methods the hot path takes over or calls; without them (another uvicorn
+    # version), every request takes uvicorn's own way.
+    _HOOKS_PRESENT = all(hasattr(HttpToolsProtocol, name) for name in (
+        "on_headers_complete", "on_body", "on_message_complete", "on_response_complete", "_start_asgi_task"))
 else:
     ServiceProtocol = None
 
