@@ -90,6 +90,18 @@ def test_bad_inputs_exit_2_with_one_line(alice):
         assert "Traceback" not in r.stderr
 
 
+def test_an_unknown_name_lists_the_algorithms_of_the_command(tmp_path, capsys):
+    for args, listed, absent in ((["keygen", "--alg", "MAYO-4"], "MAYO-1, MAYO-2, MAYO-3, MAYO-5", "McEliece"),
+                                 (["kem", "keygen", "--alg", "McEliece-34886"], "Classic-McEliece-348864,", "MAYO")):
+        with pytest.raises(SystemExit) as exit_:
+            main(args + ["--out", str(tmp_path / "x")])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert f"expected one of: {listed}" in err and absent not in err.split("expected one of:")[1], err
+    assert pqforge.algorithms.names("kem") + pqforge.algorithms.names("signature") == \
+        sorted(pqforge.algorithms.names(), key=lambda name: name.startswith("MAYO"))
+
+
 def test_kat_command_matches_official_first_entry(tmp_path):
     out = tmp_path / "mayo2.rsp"
     reference = require("mayo/PQCsignKAT_24_MAYO_2.rsp")       # plain or gzipped

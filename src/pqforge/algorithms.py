@@ -24,16 +24,19 @@ from typing import Any, Callable, ClassVar, Generic, Protocol, TypeVar
 
 from .errors import InvalidKey, InvalidType, UnknownAlgorithm
 
-_FAMILIES = (("MAYO-", "pqforge.mayo"), ("Classic-McEliece-", "pqforge.mceliece"))
-"""The package that implements each family of names: a lookup imports only that one (a
-command on a McEliece key does not import MAYO's kernels)."""
+_FAMILIES = (("MAYO-", "pqforge.mayo", "signature"), ("Classic-McEliece-", "pqforge.mceliece", "kem"))
+"""The package that implements each family of names, and its kind: a lookup imports only that
+one (a command on a McEliece key does not import MAYO's kernels)."""
 
 
-def names() -> list[str]:
-    """Every algorithm's name, MAYO first. Read from the official KAT hashes that ship with the
-    package (every algorithm has them), so that listing names, e.g. for ``pqforge --help``, does
-    not import the schemes and their compiled kernels."""
-    listed = list(_official_kat_data())
+def names(kind: str | None = None) -> list[str]:
+    """Every algorithm's name, MAYO first, or those of one ``kind`` ("signature" or "kem"). Read
+    from the official KAT hashes that ship with the package (every algorithm has them), so that
+    listing names, e.g. for ``pqforge --help``, does not import the schemes and their compiled
+    kernels."""
+    listed = [name for name in _official_kat_data()
+              if kind is None or any(name.startswith(prefix) and kind == family_kind
+                                     for prefix, _, family_kind in _FAMILIES)]
     return sorted(listed, key=lambda name: (not name.startswith("MAYO"), name))
 
 
@@ -72,7 +75,7 @@ def get(name: str) -> Any:
     """The algorithm object called ``name`` (in any spelling ``name_key`` accepts), or
     UnknownAlgorithm listing the known names."""
     canonical = _canonical(name) if isinstance(name, str) else _canonical.__wrapped__(name)  # (not cached)
-    package = next(package for prefix, package in _FAMILIES if canonical.startswith(prefix))
+    package = next(package for prefix, package, _ in _FAMILIES if canonical.startswith(prefix))
     return importlib.import_module(package).ALGORITHMS[canonical]
 
 

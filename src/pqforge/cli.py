@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 from . import __version__, algorithms, keyfile
 from ._memory import retain_freed_heap
-from .errors import KernelSetUnavailable, PQForgeError
+from .errors import KernelSetUnavailable, PQForgeError, UnknownAlgorithm
 from .files import STDOUT, Output, check_outputs, write_outputs
 
 
@@ -128,14 +128,27 @@ def non_negative_float(text: str) -> float:
 positive_int = _int_at_least(1)
 
 
-def algorithm_name(name: str) -> str:
-    """argparse type: an algorithm name in any accepted spelling, returned in its canonical form."""
+def algorithm_name(name: str, kind: str | None = None) -> str:
+    """argparse type: an algorithm name in any accepted spelling, returned in its canonical form;
+    a command for one ``kind`` lists only the names of that kind when it does not know one."""
     try:
         return str(algorithms.get(name).name)
     except PQForgeError as exc:
         if isinstance(exc, KernelSetUnavailable):       # the environment, not the argument
             raise _UsageError(str(exc)) from None
+        if isinstance(exc, UnknownAlgorithm) and kind is not None:
+            what = "signature algorithm" if kind == "signature" else "KEM"
+            raise argparse.ArgumentTypeError(f"unknown {what} {name!r}; expected one of: "
+                                             f"{', '.join(algorithms.names(kind))}") from None
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _signature_algorithm(name: str) -> str:
+    return algorithm_name(name, "signature")
+
+
+def _kem_algorithm(name: str) -> str:
+    return algorithm_name(name, "kem")
 
 
 # -- signature commands -------------------------------------------------------------------------
@@ -361,7 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("keygen", help="generate a signature key pair: PREFIX.pk and PREFIX.sk "
                                       "(KEM keys: pqforge kem keygen)")
-    s.add_argument("--alg", required=True, type=algorithm_name,
+    s.add_argument("--alg", required=True, type=_signature_algorithm,
                    help="signature algorithm, e.g. MAYO-2 (see pqforge --help)")
     s.add_argument("--out", required=True, help="path prefix of the two key files")
     s.add_argument("--force", action="store_true", help="overwrite existing key files")
@@ -382,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     kem = sub.add_parser("kem", help="key encapsulation: kem keygen, kem encap, kem decap").add_subparsers(dest="kem_command", required=True)
     s = kem.add_parser("keygen", help="generate a KEM key pair: PREFIX.pk and PREFIX.sk")
-    s.add_argument("--alg", required=True, type=algorithm_name,
+    s.add_argument("--alg", required=True, type=_kem_algorithm,
                    help="KEM algorithm, e.g. Classic-McEliece-348864 (see pqforge --help)")
     s.add_argument("--out", required=True, help="path prefix of the two key files")
     s.add_argument("--force", action="store_true")
