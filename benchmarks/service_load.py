@@ -43,7 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tables import machine  # (benchmarks/ is on the path of a script run from it)
+from tables import machine, machine_tag  # (benchmarks/ is on the path of a script run from it)
 
 from pqforge import algorithms
 from pqforge.client import Client
@@ -80,7 +80,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds per wrk run (default 10)")
     parser.add_argument("--connections", type=int, default=64, help="wrk connections (default 64)")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (default 2)")
-    parser.add_argument("--machine-tag", default="zen4", help="short machine name in the file name (default zen4)")
+    parser.add_argument("--machine-tag", default=machine_tag(),
+                        help=f"short machine name in the file name (default here: {machine_tag()})")
     parser.add_argument("--no-write", action="store_true", help="print only; write no results file")
     parser.add_argument("--overload", action="store_true", help="show the answers under overload, then recovery")
     parser.add_argument("--max-queue", type=int, default=128, help="the server's max_queue with --overload")

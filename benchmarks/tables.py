@@ -6,9 +6,10 @@
     python benchmarks/tables.py FILE...    # print the tables of these results files only
 
 Comparisons: every ``benchmarks/results/*.jsonl`` (format in benchmarks/results/README.md). For
-each (comparison, machine) the newest run (date, then time_utc, then file name) gives one
-table: per parameter set and operation, each implementation's best figure over the rounds (the
-least time, or the greatest rate) and its ratio to the reference implementation named in the
+each (comparison, machine) the newest run (date, then time_utc, then file name) gives one table
+(in the service's comparison, one per kernel set forced with PQFORGE_KERNELS): per parameter
+set and operation, each implementation's best figure over the rounds (the least time, or the
+greatest rate) and its ratio to the reference implementation named in the
 run's meta line, if it names one. GPU: the newest ``benchmarks/h200-*.json`` (written by pqforge.bench.gpu)
 gives throughput, latency and kernel tables.
 
@@ -41,6 +42,29 @@ def machine() -> str:
     except (OSError, KeyError):
         model = platform.processor() or platform.machine()
     return f"{model}, {os.cpu_count()} vCPU"
+
+
+def machine_tag() -> str:
+    """A short name of the processor for results file names: AMD's core generation (zen1-2,
+    zen3, zen4, zen5), "intel", or the architecture."""
+    import platform
+    try:
+        with open("/proc/cpuinfo") as f:
+            first = f.read().split("\n\n")[0]
+        info = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
+        vendor, family, model = info["vendor_id"], int(info["cpu family"]), int(info["model"])
+    except (OSError, KeyError, ValueError):
+        return platform.machine()
+    if vendor == "AuthenticAMD":
+        if family == 23:
+            return "zen1-2"
+        if family == 25:
+            return "zen4" if 0x10 <= model <= 0x1F or 0x60 <= model <= 0x7F or 0xA0 <= model <= 0xAF else "zen3"
+        if family == 26:
+            return "zen5"
+    return "intel" if vendor == "GenuineIntel" else platform.machine()
+
+
 DOCUMENT = HERE.parent / "BENCHMARKS.md"
 
 REQUIRED = ("comparison", "machine", "date", "command", "method")
@@ -124,12 +148,20 @@ def _check_row(record: dict, where: str) -> dict:
             "key": rest[0], "figures": figures}
 
 
-def newest_runs(runs: list[dict]) -> dict[tuple[str, str], dict]:
-    """The newest run of each (comparison, machine)."""
-    newest: dict[tuple[str, str], dict] = {}
+PER_SET = {"service-load"}
+"""Comparisons whose runs each measure one kernel set: each forced set keeps a table of its own."""
+
+
+def newest_runs(runs: list[dict]) -> dict[tuple[str, str, str], dict]:
+    """The newest run of each (comparison, machine, kernel set): in a ``PER_SET`` comparison, a
+    run that forced one set (``PQFORGE_KERNELS``, said in its meta's ``kernels``) is the newest
+    of that set, any other the newest of the machine's own choice."""
+    newest: dict[tuple[str, str, str], dict] = {}
     for run in runs:
         meta = run["meta"]
-        key = (meta["comparison"], meta["machine"])
+        kernels = meta.get("kernels") or ""
+        forced = kernels.split()[0] if meta["comparison"] in PER_SET and "forced with PQFORGE_KERNELS" in kernels else ""
+        key = (meta["comparison"], meta["machine"], forced)
         order = (meta["date"], meta.get("time_utc") or "", run["path"].name)
         if key not in newest or order > newest[key][0]:
             newest[key] = (order, run)
@@ -348,7 +380,7 @@ def gpu_tables(path: Path) -> str:
 def blocks() -> dict[str, str]:
     runs = [load_run(p) for p in sorted(RESULTS.glob("*.jsonl"))]
     by_comparison: dict[str, list[str]] = {}
-    for (comparison, machine), run in sorted(newest_runs(runs).items()):
+    for (comparison, _, _), run in sorted(newest_runs(runs).items()):
         by_comparison.setdefault(comparison, []).append(comparison_table(run))
     out = {name: "\n\n".join(tables) for name, tables in by_comparison.items()}
     gpu = newest_gpu_file()

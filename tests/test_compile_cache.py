@@ -158,6 +158,7 @@ def no_markers(monkeypatch, tmp_path):
     monkeypatch.setattr(cache, "NOTICES", True)
     monkeypatch.setattr(cache, "_seen", set())      # nor does this process's memory of earlier uses
     monkeypatch.setattr(cache, "_pace", [])         # nor its first compile's pace
+    monkeypatch.setattr(cache, "_remembered", [])   # nor an earlier process's
     return cache
 
 
@@ -275,6 +276,20 @@ def test_notices_follow_the_pace_of_the_first_compile(no_markers, capsys, monkey
     assert no_markers.paced(4) == 2.0
     monkeypatch.setattr(no_markers, "_pace", [])
     assert no_markers.paced(4) == 4                          # nothing learnt yet: as estimated
+
+
+def test_the_next_process_announces_at_the_pace_an_earlier_one_measured(no_markers, monkeypatch):
+    import time
+    monkeypatch.setattr(no_markers, "PACE_FROM", 0.0)
+    no_markers.compiling("slow", 0.05, lambda p: "demo slow")(lambda p: time.sleep(0.1))(_Set())
+    measured = no_markers._pace[0]
+    assert measured > 1.5
+    monkeypatch.setattr(no_markers, "_pace", [])             # a new process on the same machine
+    monkeypatch.setattr(no_markers, "_remembered", [])
+    assert no_markers.paced(4) == 4 * min(2.0, round(measured, 3))
+    monkeypatch.setattr(no_markers, "_remembered", [])       # ... and on another machine
+    monkeypatch.setattr(no_markers, "_machine", lambda: "another machine")
+    assert no_markers.paced(4) == 4
 
 
 def test_a_notice_estimate_may_depend_on_the_parameter_set(no_markers, capsys):

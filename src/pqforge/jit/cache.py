@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import re
 import sys
 import tempfile
@@ -131,13 +132,56 @@ PACE_FROM = 2.0
 _pace: list[float] = []
 """The first such compile's duration over its estimate, in this process: its helpers start with
 it at the earliest, so no earlier helper has done part of its work, and it measures the machine."""
+_remembered: list[float | None] = []
+"""The pace that an earlier process measured on this machine (read once, from the cache)."""
 
 
 def paced(seconds: float) -> float:
-    """``seconds`` (an estimate for a 2-core x86-64 machine) scaled by the pace of this process's
-    first compile, held within 0.5 .. 2: after it, a fast machine's notices announce less and a
-    slow one's more."""
-    return seconds * min(2.0, max(0.5, _pace[0])) if _pace else seconds
+    """``seconds`` (an estimate for a 2-core x86-64 machine) scaled by this machine's pace, held
+    within 0.5 .. 2: that of this process's first compile, or before it, the one an earlier
+    process measured here (a command after ``pqforge keygen`` announces at the pace its
+    compile showed). A fast machine's notices announce less, and a slow one's more."""
+    pace = _pace[0] if _pace else _remembered_pace()
+    return seconds * min(2.0, max(0.5, pace)) if pace else seconds
+
+
+def _pace_record() -> Path | None:
+    return None if CACHE_DIR is None else CACHE_DIR / "pqforge-compile-pace"
+
+
+def _machine() -> str:
+    """The machine a pace was measured on: its architecture, CPU count and model."""
+    model = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as info:
+            model = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return f"{platform.machine()}, {os.cpu_count()} CPUs, {model}"
+
+
+def _remembered_pace() -> float | None:
+    if not _remembered:
+        pace = None
+        record = _pace_record()
+        try:
+            machine, value = record.read_text().splitlines() if record is not None else ("", "")
+            pace = float(value) if machine == _machine() and 0 < float(value) < 100 else None
+        except (OSError, ValueError):
+            pass
+        _remembered.append(pace)
+    return _remembered[0]
+
+
+def _remember_pace(pace: float) -> None:
+    record = _pace_record()
+    if record is None:
+        return
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(f"{_machine()}\n{pace:.3f}\n")
+    except OSError:     # the notices only announce at the estimates' pace again
+        pass
 
 
 Operation = TypeVar("Operation", bound=Callable[..., Any])
@@ -200,6 +244,7 @@ def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Calla
                     result = fn(params, *args, **kwargs)
                     if estimate >= PACE_FROM and not _pace:
                         _pace.append((time.perf_counter() - start) / estimate)
+                        _remember_pace(_pace[0])
                     mark_compiled(key)
                     _seen.add(key)
                     return result
