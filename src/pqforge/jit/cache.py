@@ -237,7 +237,7 @@ def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Calla
                         estimate = seconds(params) if callable(seconds) else seconds
                         if NOTICES:
                             _say(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
-                                 f"about {paced(estimate):.0f} s")
+                                 f"about {max(1, round(paced(estimate)))} s")
                         if prefetch is not None:
                             prefetch(params)
                     start = time.perf_counter()
