@@ -292,6 +292,15 @@ def test_the_next_process_announces_at_the_pace_an_earlier_one_measured(no_marke
     assert no_markers.paced(4) == 4
 
 
+def test_a_compile_far_faster_than_announced_sets_no_pace(no_markers, monkeypatch):
+    """Helpers of an earlier command had done the work: the operation's own time says nothing
+    of the machine, and is neither used nor remembered."""
+    monkeypatch.setattr(no_markers, "PACE_FROM", 0.0)
+    no_markers.compiling("done elsewhere", 8, lambda p: "demo elsewhere")(lambda p: "done")(_Set())
+    assert no_markers._pace == [] and not (no_markers.CACHE_DIR / "pqforge-compile-pace").exists()
+    assert no_markers.paced(4) == 4
+
+
 def test_a_notice_estimate_may_depend_on_the_parameter_set(no_markers, capsys):
     op = no_markers.compiling("demo", lambda p: len(p.name), lambda p: "demo estimated")(lambda p: "done")
     assert op(_Set()) == "done"

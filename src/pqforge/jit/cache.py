@@ -132,6 +132,10 @@ PACE_FROM = 2.0
 _pace: list[float] = []
 """The first such compile's duration over its estimate, in this process: its helpers start with
 it at the earliest, so no earlier helper has done part of its work, and it measures the machine."""
+PACE_BAND = (0.25, 4.0)
+"""A first compile whose duration over its estimate falls outside this band measured something
+else: a compile that helpers of an earlier command had mostly done already, or a machine busy
+with other work. It sets no pace."""
 _remembered: list[float | None] = []
 """The pace that an earlier process measured on this machine (read once, from the cache)."""
 
@@ -242,9 +246,11 @@ def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Calla
                             prefetch(params)
                     start = time.perf_counter()
                     result = fn(params, *args, **kwargs)
-                    if estimate >= PACE_FROM and not _pace:
-                        _pace.append((time.perf_counter() - start) / estimate)
-                        _remember_pace(_pace[0])
+                    pace = (time.perf_counter() - start) / estimate if estimate >= PACE_FROM else 0.0
+                    if not _pace and PACE_BAND[0] <= pace <= PACE_BAND[1]:
+                        _pace.append(pace)
+                        if NOTICES:     # (``precompile`` compiles everything at once: not a pace)
+                            _remember_pace(pace)
                     mark_compiled(key)
                     _seen.add(key)
                     return result
