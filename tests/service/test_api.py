@@ -198,6 +198,11 @@ def test_bad_input_names_the_field(server, mayo_key, kem_key):
     _error(_post(server, "/v1/verify", {"message": "", "signature": ""}), 422, "key_id")
     _error(_post(server, "/v1/verify-many", {"key_id": kid, "messages": [""], "signatures": []}), 422, "signatures")
     _error(_post(server, f"/v1/keys/{kid}/sign-many", {"messages": [""] * 65}), 422, "messages")
+    msg = _error(_post(server, f"/v1/keys/{kid}/sign-many", {"messages": ["", "AA==", "no!", 7]}), 422, "messages")
+    assert "item 2" in msg and "base64" in msg
+    assert "list" in _error(_post(server, f"/v1/keys/{kid}/sign-many", {"messages": "AA=="}), 422, "messages")
+    assert "item 0" in _error(_post(server, "/v1/verify-many", {"key_id": kid, "messages": [""],
+                                                                 "signatures": [None]}), 422, "signatures")
     msg = _error(_post(server, f"/v1/keys/{kem_key['id']}/decapsulate", {"ciphertext": b64(b"c" * 5)}),
                  422, "ciphertext")
     assert str(McEliece348864.ciphertext_size) in msg

@@ -29,8 +29,28 @@ def _b64(value):
         raise ValueError("expected base64 (standard alphabet, padded)") from None
 
 
+def _b64_list(value):
+    """A list of base64 strings decoded in one loop: a validator call per item (``_b64``) cost
+    more than the decoding itself, about 0.3 ms for a request of 256 messages and signatures."""
+    if not isinstance(value, list):
+        raise ValueError("expected a list of base64 strings")
+    try:
+        return [item if isinstance(item, bytes) else _decode(item) for item in value]
+    except (binascii.Error, ValueError, TypeError):
+        for index, item in enumerate(value):      # which item, for the answer
+            try:
+                _b64(item)
+            except ValueError as exc:
+                raise ValueError(f"item {index}: {exc}") from None
+        raise
+
+
+_SCHEMA = {"type": "string", "format": "byte", "description": "base64"}
 B64 = Annotated[bytes, BeforeValidator(_b64), PlainSerializer(lambda b: base64.b64encode(b).decode()),
-                WithJsonSchema({"type": "string", "format": "byte", "description": "base64"})]
+                WithJsonSchema(_SCHEMA)]
+B64List = Annotated[list[bytes], BeforeValidator(_b64_list),
+                    PlainSerializer(lambda items: [base64.b64encode(b).decode() for b in items]),
+                    WithJsonSchema({"type": "array", "items": _SCHEMA})]
 
 
 class Body(BaseModel):
@@ -66,11 +86,11 @@ class Signature(BaseModel):
 
 
 class SignMany(Body):
-    messages: list[B64]
+    messages: B64List
 
 
 class Signatures(BaseModel):
-    signatures: list[B64]
+    signatures: B64List
 
 
 class _KeyChoice(Body):
@@ -89,8 +109,8 @@ class Verdict(BaseModel):
 
 
 class VerifyMany(_KeyChoice):
-    messages: list[B64]
-    signatures: list[B64]
+    messages: B64List
+    signatures: B64List
 
 
 class Verdicts(BaseModel):
