@@ -30,16 +30,24 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
 
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's entries in /proc/cpuinfo (empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            first = f.read().split("\n\n")[0]
+    except OSError:
+        return {}
+    return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
+
+
 def machine() -> str:
     """The processor as the results files name it: model name, family and model, vCPUs."""
     import os
     import platform
+    info = _cpuinfo()
     try:
-        with open("/proc/cpuinfo") as f:
-            first = f.read().split("\n\n")[0]
-        info = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
         model = f"{info['model name']} family {info['cpu family']} model {info['model']}"
-    except (OSError, KeyError):
+    except KeyError:
         model = platform.processor() or platform.machine()
     return f"{model}, {os.cpu_count()} vCPU"
 
@@ -48,12 +56,10 @@ def machine_tag() -> str:
     """A short name of the processor for results file names: AMD's core generation (zen1-2,
     zen3, zen4, zen5), "intel", or the architecture."""
     import platform
+    info = _cpuinfo()
     try:
-        with open("/proc/cpuinfo") as f:
-            first = f.read().split("\n\n")[0]
-        info = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in first.splitlines() if ":" in line)}
         vendor, family, model = info["vendor_id"], int(info["cpu family"]), int(info["model"])
-    except (OSError, KeyError, ValueError):
+    except (KeyError, ValueError):
         return platform.machine()
     if vendor == "AuthenticAMD":
         if family == 23:

@@ -48,11 +48,12 @@ def machine() -> dict:
     import os
     from ..gf16 import sets
     return {"date": date.today().isoformat(), "machine": platform.machine(),
-            "processor": _cpu_name(), "cpus": os.cpu_count(), "python": platform.python_version(),
+            "processor": cpu_name(), "cpus": os.cpu_count(), "python": platform.python_version(),
             "gf16_kernels": sets.NAME}
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The processor's model name."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:

@@ -155,13 +155,8 @@ def _pace_record() -> Path | None:
 
 def _machine() -> str:
     """The machine a pace was measured on: its architecture, CPU count and model."""
-    model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as info:
-            model = next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), model)
-    except OSError:
-        pass
-    return f"{platform.machine()}, {os.cpu_count()} CPUs, {model}"
+    from ..bench import cpu_name
+    return f"{platform.machine()}, {os.cpu_count()} CPUs, {cpu_name()}"
 
 
 def _remembered_pace() -> float | None:
@@ -169,11 +164,11 @@ def _remembered_pace() -> float | None:
         pace = None
         record = _pace_record()
         try:
-            machine, value = record.read_text().splitlines() if record is not None else ("", "")
-            pace = float(value) if machine == _machine() and 0 < float(value) < 100 else None
+            machine, value = record.read_text().splitlines() if record is not None else ("", "0")
+            pace = float(value) if machine == _machine() else None
         except (OSError, ValueError):
             pass
-        _remembered.append(pace)
+        _remembered.append(pace if pace and PACE_BAND[0] <= pace <= PACE_BAND[1] else None)
     return _remembered[0]
 
 

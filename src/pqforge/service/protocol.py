@@ -184,8 +184,9 @@ if HttpToolsProtocol is not None:
                     fast_path.service.metrics.errors.labels("client_gone").inc()
                     fast_path.service.metrics.record(cycle.operation, 499, 0.0)
                 return
-            if isinstance(answer, bytes):
-                headers, body = _JSON_HEADERS, answer
+            if isinstance(answer, bytes):     # FastPath's 200: JSON
+                headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))]
+                body = answer
             else:
                 headers, body = answer.raw_headers, answer.body
             if self.flow.write_paused and not cycle.disconnected:
@@ -193,13 +194,8 @@ if HttpToolsProtocol is not None:
             if cycle.disconnected:
                 return
             content = [STATUS_LINE[status]]
-            for name, value in self.server_state.default_headers:
+            for name, value in self.server_state.default_headers + headers:
                 content += (name, b": ", value, b"\r\n")
-            if headers is _JSON_HEADERS:
-                content.append(b"content-type: application/json\r\ncontent-length: %d\r\n" % len(body))
-            else:
-                for name, value in headers:
-                    content += (name, b": ", value, b"\r\n")
             if not cycle.keep_alive:
                 content.append(b"connection: close\r\n")
             content += (b"\r\n", body)
@@ -218,9 +214,6 @@ if HttpToolsProtocol is not None:
         "on_headers_complete", "on_body", "on_message_complete", "on_response_complete", "_start_asgi_task"))
 else:
     ServiceProtocol = None
-
-
-_JSON_HEADERS = object()      # a 200 answer of FastPath: JSON, its length from the body
 
 
 def _fast_path(app):

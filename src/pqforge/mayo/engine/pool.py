@@ -77,37 +77,8 @@ def start_chunks(fn: Callable[[int, int], Any], size: int, threads: int, most: i
     """Start fn(lo, hi) over chunks of range(size) (at most ``most`` long) on ``threads`` workers
     of the shared pool, each taking the next chunk until none is left or one has failed; the
     futures to hand to ``finish_chunks``. One thread: run here."""
-    parts = chunks(size, threads, most)
-    if threads == 1 or len(parts) <= 1:
-        for lo, hi in parts:
-            fn(lo, hi)
-        return []
-    return _pool_workers(_chunk_worker(fn, parts), min(threads, len(parts)))
-
-
-def _chunk_worker(fn: Callable[[int, int], Any], parts: list[tuple[int, int]]) -> Callable[[], None]:
-    """A worker taking the next of ``parts`` until none is left or one has failed; every thread
-    running it shares the parts."""
-    todo, take, failed = iter(parts), threading.Lock(), threading.Event()
-
-    def worker() -> None:
-        while not failed.is_set():
-            with take:
-                part = next(todo, None)
-            if part is None:
-                return
-            try:
-                fn(*part)
-            except BaseException:
-                failed.set()              # the other workers take no further chunk
-                raise
-    return worker
-
-
-def _pool_workers(worker: Callable[[], None], count: int) -> list[Future[Any]]:
-    with _lock:
-        pool = _executor(count)
-        return [pool.submit(worker) for _ in range(count)]
+    worker, count = _split(fn, size, threads, most)
+    return _pool_workers(worker, count) if worker else []
 
 
 def finish_chunks(futures: list[Future[Any]]) -> None:
@@ -121,14 +92,42 @@ def finish_chunks(futures: list[Future[Any]]) -> None:
 def run_chunks(fn: Callable[[int, int], Any], size: int, threads: int, most: int | None = None) -> None:
     """fn(lo, hi) over chunks of range(size) on ``threads`` threads (``check_threads``'s count):
     the calling thread is one of them, so a call wakes one thread fewer."""
+    worker, count = _split(fn, size, threads, most)
+    if worker:
+        helpers = _pool_workers(worker, count - 1)
+        try:
+            worker()
+        finally:
+            finish_chunks(helpers)
+
+
+def _split(fn: Callable[[int, int], Any], size: int, threads: int,
+           most: int | None) -> tuple[Callable[[], None] | None, int]:
+    """(a worker that the threads share, taking the next chunk until none is left or one has
+    failed, and how many threads run it); (None, 0) when the work is one chunk or one thread,
+    which it has then done here."""
     parts = chunks(size, threads, most)
     if threads == 1 or len(parts) <= 1:
         for lo, hi in parts:
             fn(lo, hi)
-        return
-    worker = _chunk_worker(fn, parts)
-    helpers = _pool_workers(worker, min(threads, len(parts)) - 1)
-    try:
-        worker()
-    finally:
-        finish_chunks(helpers)
+        return None, 0
+    todo, take, failed = iter(parts), threading.Lock(), threading.Event()
+
+    def worker() -> None:
+        while not failed.is_set():
+            with take:
+                part = next(todo, None)
+            if part is None:
+                return
+            try:
+                fn(*part)
+            except BaseException:
+                failed.set()              # the other workers take no further chunk
+                raise
+    return worker, min(threads, len(parts))
+
+
+def _pool_workers(worker: Callable[[], None], count: int) -> list[Future[Any]]:
+    with _lock:
+        pool = _executor(count)
+        return [pool.submit(worker) for _ in range(count)]
