@@ -30,7 +30,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tables import machine  # (benchmarks/ is on the path of a script run from it)
+from tables import machine, quota_prefix  # (benchmarks/ is on the path of a script run from it)
 
 HERE = Path(__file__).resolve().parent
 
@@ -79,7 +79,7 @@ def serve_main(args, chosen: list[str]) -> None:
             rows.append({"round": round_, "alg": "MAYO-2", "impl": f"{name} set", "s": cold_serve(name)})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     _write("cold-serve", start, rows, args.out,
-           command=f"`python benchmarks/startup_sets.py --serve --sets {','.join(chosen)} --rounds {args.rounds}`",
+           command=f"`{quota_prefix()}python benchmarks/startup_sets.py --serve --sets {','.join(chosen)} --rounds {args.rounds}`",
            method="per round, each set in turn: `pqforge serve` with default settings (MAYO-2 warmed up), an "
                   "empty numba cache and a new SQLite file; seconds from the start of the process until "
                   "`/readyz` answers 200 (the paths requests take are compiled), and until it no longer "
@@ -129,7 +129,7 @@ def main() -> None:
                 rows.append({"round": round_, "alg": alg, "impl": impl, "s": {k: round(v, 2) for k, v in row.items()}})
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     _write("cold-start", start, rows, args.out,
-           command=f"`python benchmarks/startup_sets.py {' '.join('--alg ' + a for a in algs)} "
+           command=f"`{quota_prefix()}python benchmarks/startup_sets.py {' '.join('--alg ' + a for a in algs)} "
                    f"--sets {','.join(chosen)} --rounds {args.rounds}`",
            method="per round, each algorithm and set in turn: a new interpreter with an empty numba cache "
                   "(the first key, then the whole round trip from the start of the import), the next one "

@@ -41,7 +41,8 @@ def _cpuinfo() -> dict[str, str]:
 
 
 def machine() -> str:
-    """The processor as the results files name it: model name, family and model, vCPUs."""
+    """The processor as the results files name it: model name, family and model, vCPUs, and the
+    CPU quota where one limits this process (``benchmarks/cpu_quota.sh``)."""
     import os
     import platform
     info = _cpuinfo()
@@ -49,12 +50,57 @@ def machine() -> str:
         model = f"{info['model name']} family {info['cpu family']} model {info['model']}"
     except KeyError:
         model = platform.processor() or platform.machine()
-    return f"{model}, {os.cpu_count()} vCPU"
+    quota = cpu_quota()
+    limited = f" with a CPU quota of {quota:g} (`benchmarks/cpu_quota.sh`)" if quota else ""
+    return f"{model}, {os.cpu_count()} vCPU{limited}"
+
+
+def cpu_quota() -> float | None:
+    """How many cores' worth of CPU time this process's cgroup may use (a CFS quota, as
+    ``benchmarks/cpu_quota.sh`` sets), or None where nothing limits it below the machine."""
+    import os
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        try:
+            if controllers == "":                                  # cgroup v2
+                with open(f"/sys/fs/cgroup{path}/cpu.max") as f:
+                    quota, period = f.read().split()
+            elif "cpu" in controllers.split(","):                  # cgroup v1
+                base = f"/sys/fs/cgroup/{controllers}{path}"
+                if not os.path.isdir(base):
+                    base = f"/sys/fs/cgroup/cpu{path}"
+                with open(f"{base}/cpu.cfs_quota_us") as f, open(f"{base}/cpu.cfs_period_us") as g:
+                    quota, period = f.read().strip(), g.read().strip()
+            else:
+                continue
+        except (OSError, ValueError):
+            continue
+        if quota not in ("max", "-1"):
+            cores = int(quota) / int(period)
+            if cores < (os.cpu_count() or 1):
+                return cores
+    return None
+
+
+def quota_prefix() -> str:
+    """The part of a recorded command that ran it under this process's CPU quota, or ""."""
+    quota = cpu_quota()
+    return f"bash benchmarks/cpu_quota.sh {quota:g} " if quota else ""
 
 
 def machine_tag() -> str:
     """A short name of the processor for results file names: AMD's core generation (zen1-2,
-    zen3, zen4, zen5), "intel", or the architecture."""
+    zen3, zen4, zen5), "intel", or the architecture; "-quotaN" after it under a CPU quota."""
+    quota = cpu_quota()
+    return _generation() + (f"-quota{quota:g}" if quota else "")
+
+
+def _generation() -> str:
     import platform
     info = _cpuinfo()
     try:
