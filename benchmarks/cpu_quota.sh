@@ -19,16 +19,13 @@ quota=$(awk -v c="$cpus" -v p="$period" 'BEGIN { if (c + 0 <= 0) exit 1; printf 
   exit 2
 }
 name="pqforge-quota-$$"
-if [ -f /sys/fs/cgroup/cgroup.controllers ]; then          # cgroup v2
-  group=/sys/fs/cgroup/$name
-else                                                       # cgroup v1
-  group=/sys/fs/cgroup/cpu/$name
-fi
+v2=$([ -f /sys/fs/cgroup/cgroup.controllers ] && echo yes || true)
+group=$([ "$v2" ] && echo "/sys/fs/cgroup/$name" || echo "/sys/fs/cgroup/cpu/$name")
 if ! mkdir "$group" 2>/dev/null; then
   echo "cpu_quota.sh: cannot create the cgroup $group (needs root and a writable cgroup file system)" >&2
   exit 1
 fi
-if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+if [ "$v2" ]; then
   echo "$quota $period" > "$group/cpu.max"
 else
   echo "$period" > "$group/cpu.cfs_period_us"

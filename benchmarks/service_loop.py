@@ -31,6 +31,7 @@ from pathlib import Path
 import uvicorn
 from uvicorn.server import ServerState
 
+from pqforge import algorithms
 from pqforge.service import tokens
 from pqforge.service.app import create_app
 from pqforge.service.config import Settings
@@ -114,7 +115,7 @@ def main() -> int:
         service = app.state.service
         _, token = tokens.create(service.store, ["admin"])
         key = service.keys.create("MAYO-2")
-        size = 186                                  # a MAYO-2 signature
+        size = algorithms.get("MAYO-2").signature_size
         service.sign_batch = lambda key_id, items: [b"\1" * size for _ in items]
         service.verify_batch = lambda pk, items: [True for _ in items]
         service.batcher._compute = _instant
@@ -128,9 +129,11 @@ def main() -> int:
             "verify-many": _request("/v1/verify-many", token, {"key_id": key.id, "messages": messages,
                                                                "signatures": [b64(b"\2" * size)] * MANY}),
         }
-        loop = _new_loop()
+        config = uvicorn.Config(app, http=ServiceProtocol, lifespan="off", log_level="warning")
+        config.load()
+        loop = (config.get_loop_factory() or asyncio.new_event_loop)()     # uvicorn's own choice: uvloop where installed
         try:
-            loop.run_until_complete(_measure(app, service, requests, args))
+            loop.run_until_complete(_measure(config, requests, args))
         finally:
             loop.close()
         service.executor.shutdown()
@@ -138,19 +141,8 @@ def main() -> int:
     return 0
 
 
-def _new_loop():
-    """uvicorn's choice of event loop: uvloop where installed."""
-    try:
-        import uvloop
-        return uvloop.new_event_loop()
-    except ImportError:
-        return asyncio.new_event_loop()
-
-
-async def _measure(app, service, requests: dict[str, bytes], args) -> None:
+async def _measure(config, requests: dict[str, bytes], args) -> None:
     loop = asyncio.get_running_loop()
-    config = uvicorn.Config(app, http=ServiceProtocol, lifespan="off", log_level="warning")
-    config.load()
     state = ServerState()
     connections, answers = [], _Answers()
     for _ in range(CONNECTIONS):
