@@ -1,7 +1,7 @@
 """First use from an empty cache under each kernel set, as a results file for BENCHMARKS.md.
 
-    python benchmarks/startup_sets.py [--alg NAME ...] [--sets SET,...] [--rounds N] [--out FILE]
-    python benchmarks/startup_sets.py --serve [--sets SET,...] [--rounds N] [--out FILE]
+    python benchmarks/startup_sets.py [--alg NAME ...] [--sets SET,...] [--rounds N] [--prebuilt DIR] [--out FILE]
+    python benchmarks/startup_sets.py --serve [--sets SET,...] [--rounds N] [--prebuilt DIR] [--out FILE]
 
 For each round, algorithm and kernel set in turn (interleaved), ``pqforge.bench.startup`` runs
 a new interpreter with an empty numba cache (the first key, then the rest of the round trip:
@@ -12,6 +12,11 @@ the format of ``benchmarks/results/README.md``: seconds, the least over the roun
 With ``--serve``: ``pqforge serve`` (default settings: MAYO-2 warmed up) started with an empty
 cache and a new SQLite file under each set in turn; the seconds until ``/readyz`` answers 200,
 and until it reports that the background compile of the other paths has ended.
+
+With ``--prebuilt DIR`` (bundles of ``pqforge precompile --prebuilt``, ``pqforge.jit.prebuilt``)
+every set runs twice per round, interleaved: "SET set" compiling everything
+(``PQFORGE_PREBUILT=none``) and "SET set, prebuilt" installing the bundle that fits from DIR.
+Without it, ``PQFORGE_PREBUILT`` is left as the environment has it.
 """
 
 from __future__ import annotations
@@ -43,14 +48,22 @@ def _readyz(url: str) -> dict | None:
         return None
 
 
-def cold_serve(kernel_set: str, limit_s: float = 900) -> dict:
+def variants(chosen: list[str], prebuilt: Path | None) -> list[tuple[str, str, dict]]:
+    """(set, column name, environment) of each variant a round runs, in order."""
+    if prebuilt is None:
+        return [(name, f"{name} set", {}) for name in chosen]
+    return [(name, f"{name} set{label}", {"PQFORGE_PREBUILT": where}) for name in chosen
+            for label, where in (("", "none"), (", prebuilt", str(prebuilt.resolve())))]
+
+
+def cold_serve(kernel_set: str, extra_env: dict, limit_s: float = 900) -> dict:
     """Seconds from starting ``pqforge serve`` with an empty cache until ``/readyz`` is 200, and
     until it no longer reports ``compiling``."""
     with tempfile.TemporaryDirectory() as tmp, socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
         probe.close()
-        env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(tmp) / "cache"), "PQFORGE_KERNELS": kernel_set}
+        env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(tmp) / "cache"), "PQFORGE_KERNELS": kernel_set, **extra_env}
         start = time.monotonic()
         server = subprocess.Popen([sys.executable, "-m", "pqforge.cli", "serve", "--store",
                                    f"sqlite:///{Path(tmp) / 'pqforge.db'}", "--port", str(port)],
@@ -75,16 +88,17 @@ def serve_main(args, chosen: list[str]) -> None:
     start = dt.datetime.now(dt.timezone.utc)
     rows = []
     for round_ in range(1, args.rounds + 1):
-        for name in chosen:
-            rows.append({"round": round_, "alg": "MAYO-2", "impl": f"{name} set", "s": cold_serve(name)})
+        for name, impl, extra_env in variants(chosen, args.prebuilt):
+            rows.append({"round": round_, "alg": "MAYO-2", "impl": impl, "s": cold_serve(name, extra_env)})
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     _write("cold-serve", start, rows, args.out,
-           command=f"`{quota_prefix()}python benchmarks/startup_sets.py --serve --sets {','.join(chosen)} --rounds {args.rounds}`",
+           command=f"`{quota_prefix()}python benchmarks/startup_sets.py --serve --sets {','.join(chosen)} "
+                   f"--rounds {args.rounds}{_prebuilt_option(args)}`",
            method="per round, each set in turn: `pqforge serve` with default settings (MAYO-2 warmed up), an "
                   "empty numba cache and a new SQLite file; seconds from the start of the process until "
                   "`/readyz` answers 200 (the paths requests take are compiled), and until it no longer "
                   "reports `compiling` (the background compile of the other paths has ended)",
-           kernels="each column names its set (`PQFORGE_KERNELS`)")
+           kernels="each column names its set (`PQFORGE_KERNELS`)" + _prebuilt_note(args))
 
 
 def _write(comparison: str, start: dt.datetime, rows: list, out: Path | None, **fields: str) -> None:
@@ -99,6 +113,15 @@ def _write(comparison: str, start: dt.datetime, rows: list, out: Path | None, **
     print(out)
 
 
+def _prebuilt_option(args) -> str:
+    return f" --prebuilt {args.prebuilt}" if args.prebuilt else ""
+
+
+def _prebuilt_note(args) -> str:
+    return ("; \"prebuilt\": the bundle that fits, from `pqforge precompile --prebuilt`, installed at the "
+            "first use, the others compile everything (`PQFORGE_PREBUILT=none`)") if args.prebuilt else ""
+
+
 def main() -> None:
     from pqforge.bench import startup
     from pqforge.gf16 import sets
@@ -110,6 +133,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path, help="results file (default: a new one under benchmarks/results)")
     parser.add_argument("--serve", action="store_true", help="time a cold `pqforge serve` until it is ready")
+    parser.add_argument("--prebuilt", type=Path, metavar="DIR",
+                        help="also run each set with the bundles in DIR (pqforge precompile --prebuilt), interleaved")
     args = parser.parse_args()
     algs, chosen = args.alg or ["MAYO-2"], args.sets.split(",")
     if args.serve:
@@ -119,22 +144,22 @@ def main() -> None:
     for round_ in range(1, args.rounds + 1):
         for alg in algs:
             # McEliece has one set of kernels: PQFORGE_KERNELS chooses only MAYO's
-            for name in (chosen if alg.startswith("MAYO") else chosen[:1]):
-                os.environ[sets.ENV] = name
+            for name, impl, extra_env in variants(chosen if alg.startswith("MAYO") else chosen[:1], args.prebuilt):
+                os.environ.update({sets.ENV: name, **extra_env})
                 t = startup.measure(alg)
                 cold, warm = t["cold"], t["warm"]
                 row = {"cold: first key": cold["one_op_s"], "cold: round trip": cold["import_s"] + cold["first_ops_s"],
                        "warm: first key": warm["one_op_s"], "numba floor": t["numba_floor_s"]}
-                impl = f"{name} set" if alg.startswith("MAYO") else "its kernels"
+                impl = impl if alg.startswith("MAYO") else impl.replace(f"{name} set", "its kernels")
                 rows.append({"round": round_, "alg": alg, "impl": impl, "s": {k: round(v, 2) for k, v in row.items()}})
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     _write("cold-start", start, rows, args.out,
            command=f"`{quota_prefix()}python benchmarks/startup_sets.py {' '.join('--alg ' + a for a in algs)} "
-                   f"--sets {','.join(chosen)} --rounds {args.rounds}`",
+                   f"--sets {','.join(chosen)} --rounds {args.rounds}{_prebuilt_option(args)}`",
            method="per round, each algorithm and set in turn: a new interpreter with an empty numba cache "
                   "(the first key, then the whole round trip from the start of the import), the next one "
                   "with that cache, then numba's floor; the compile helpers use the other cores",
-           kernels="each column names its set (`PQFORGE_KERNELS`; McEliece has one)")
+           kernels="each column names its set (`PQFORGE_KERNELS`; McEliece has one)" + _prebuilt_note(args))
 
 if __name__ == "__main__":
     main()

@@ -348,6 +348,10 @@ def cmd_precompile(args: argparse.Namespace) -> int:
     of its paths once (e.g. in a container build)."""
     from .jit import cache
     algs = [algorithms.get(name) for name in (args.alg or algorithms.names())]
+    if args.prebuilt:
+        from .jit import prebuilt
+        prebuilt.build(Path(args.prebuilt), [alg.name for alg in algs], args.profile, args.kernels)
+        return 0
     cache.NOTICES = False              # the bar says what is being compiled
     bar = progress_bar(len(algs), "compiling")
     for alg in algs:
@@ -433,6 +437,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("precompile", help="compile and cache all kernels now (first use is otherwise slow)")
     s.add_argument("--alg", action="append", type=algorithm_name, help="algorithm (repeatable; default: all)")
+    s.add_argument("--prebuilt", metavar="DIR",
+                   help="instead, build machine code ahead of time for other machines: one bundle per x86-64 "
+                        "profile this CPU runs and kernel set, into DIR (a release puts them in the package's "
+                        "prebuilt directory)")
+    s.add_argument("--profile", action="append", help="with --prebuilt: only this profile (repeatable)")
+    s.add_argument("--kernels", action="append", help="with --prebuilt: only this MAYO kernel set (repeatable)")
     s.set_defaults(func=cmd_precompile)
 
     for module in ("pqforge.ct.cli", "pqforge.bench.batch_cli", "pqforge.service.cli"):  # command groups in their own modules

@@ -36,6 +36,11 @@ NAMES = ("gfni", "avx2", "portable")
 _NEEDS = {"gfni": {"gfni", "avx"}, "avx2": {"avx2"}, "portable": set()}
 
 
+def needs(name: str) -> set[str]:
+    """The CPU features set ``name`` runs on."""
+    return set(_NEEDS[name])
+
+
 def runnable() -> tuple[str, ...]:
     """The sets this CPU can run, fastest first."""
     features = cpu_features()

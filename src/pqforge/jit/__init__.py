@@ -5,3 +5,8 @@ first use's compiles with helper processes (``units``), and the CPU compiled for
 Kernel modules take ``JIT_CACHE`` for their ``numba.njit(cache=...)`` and declare their units
 and ahead-of-time entries beside themselves; nothing else here knows about any algorithm.
 """
+
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+"""The pqforge package (its sources stamp the compiled code; its ``__pycache__`` is the default cache)."""

@@ -31,8 +31,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, TypeVar, cast
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
-"""The pqforge package (its sources stamp the compiled code; its ``__pycache__`` is the default cache)."""
+from . import PACKAGE_DIR
 
 
 def _writable(path: Path) -> bool:
@@ -231,7 +230,11 @@ def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Calla
             with _lock:     # one notice, and one compile, when threads start together
                 if key not in _seen:
                     estimate = 0.0
-                    if not is_compiled(key) and _will_compile(prefetch, params):
+                    first = not is_compiled(key)
+                    if first and CACHE_DIR is not None:     # machine code built ahead of time, if it fits
+                        from . import prebuilt
+                        first = prebuilt.install_once(CACHE_DIR, mark_compiled) is None or not is_compiled(key)
+                    if first and _will_compile(prefetch, params):
                         once = "once" if JIT_CACHE else "uncached"
                         estimate = seconds(params) if callable(seconds) else seconds
                         if NOTICES:
