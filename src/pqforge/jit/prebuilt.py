@@ -54,10 +54,13 @@ MAGIC = b"pqforge-kernels 1\n"
 _V3 = ("sse", "sse2", "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "cx16", "sahf", "avx", "avx2",
        "bmi", "bmi2", "f16c", "fma", "lzcnt", "movbe", "xsave")
 _V4 = _V3 + ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
+_ICELAKE = ("avx512vbmi", "avx512vbmi2", "avx512vnni", "avx512bitalg", "avx512vpopcntdq", "avx512ifma")
+"""AVX-512 extensions that every CPU with AVX-512 and GFNI has (Ice Lake and later, Zen 4 and later):
+without them, Classic McEliece's decapsulation ran 8% slower than the host's own compile."""
 
 PROFILES: dict[str, tuple[str, tuple[str, ...]]] = {
     # name: (LLVM CPU, features). Each stands for CPUs whose choices (``choices``) it makes.
-    "x86-64-v4-gfni": ("x86-64-v4", _V4 + ("aes", "pclmul", "vaes", "vpclmulqdq", "gfni")),  # Ice Lake-SP and later, Zen 4 and later
+    "x86-64-v4-gfni": ("x86-64-v4", _V4 + _ICELAKE + ("aes", "pclmul", "vaes", "vpclmulqdq", "gfni")),  # Ice Lake and later, Zen 4 and later
     "x86-64-v4-aes": ("x86-64-v4", _V4 + ("aes", "pclmul")),                                 # Skylake-SP, Cascade Lake
     "x86-64-v3-gfni": ("x86-64-v3", _V3 + ("aes", "pclmul", "vaes", "vpclmulqdq", "gfni")),  # Alder Lake and later
     "x86-64-v3-vaes": ("x86-64-v3", _V3 + ("aes", "pclmul", "vaes", "vpclmulqdq")),          # Zen 3
