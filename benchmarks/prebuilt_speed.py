@@ -66,7 +66,7 @@ def main() -> None:
            method="two numba caches, empty at the start, one filled by compiling here and one by installing "
                   "the bundle that fits; per round and algorithm the two in turn, each `pqforge bench --json` "
                   "in a new process (warmed up before timing); median µs per operation",
-           kernels=f"{sets.NAME} (this machine's own set), both sides", reference="compiled here")
+           kernels=f"{sets.NAME} (this machine's own set), both sides", reference="compiled here", unit="us")
 
 
 if __name__ == "__main__":

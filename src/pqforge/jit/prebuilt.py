@@ -6,8 +6,9 @@ is most of a minute. Compiled code does not depend on the machine that compiled 
 instructions it may use and on what pqforge chose from the CPU's features when it compiled:
 
 - the LLVM target: a *profile* names an x86-64 level and extensions (``PROFILES``); its code runs
-  on every CPU that has those features, as fast as code compiled for that CPU itself (MAYO-2 on
-  the Zen 5: keygen, sign and verify within 5% either way of the host's own compile);
+  on every CPU that has those features, about as fast as code compiled for that CPU itself
+  (on the Zen 5 no MAYO-2 or Classic McEliece operation more than 5% slower;
+  ``benchmarks/prebuilt_speed.py``);
 - the choices made from the features (``choices``): the kernel set, the AES width and the number
   of vector registers. They are global constants baked into the code, and a unit compiled with
   one choice called from code compiled with another would be wrong, so a bundle is used only
@@ -19,9 +20,11 @@ each function's own bytecode, not the callees compiled into it.
 
 A bundle (``*.kernels``) is a header (the metadata, a pickle) and the entries (an xz-compressed
 pickle): per source file and cache index of numba, each entry's signature, bytecode hash and
-compiled data; and the operations whose kernels it holds (``cache.mark_compiled``'s keys). Installing one writes the entries into numba's cache under this machine's index
-keys (the host's target description in place of the profile's) and source stamps, beside any
-entries already there; numba then loads them as if it had compiled them here.
+compiled data; and the operations whose kernels it holds (``cache.mark_compiled``'s keys).
+Installing one writes the entries into numba's cache under this machine's index keys (the
+host's target description in place of the profile's) and source stamps, beside any entries
+already there, and marks those operations compiled; numba then loads the entries as if it had
+compiled them here.
 
 Where bundles are looked for: ``PQFORGE_PREBUILT`` (a directory; empty or ``none``: nowhere),
 else the package's ``prebuilt`` directory, which a release fills (``pqforge precompile
@@ -56,7 +59,7 @@ _V3 = ("sse", "sse2", "sse3", "ssse3", "sse4.1", "sse4.2", "popcnt", "cx16", "sa
 _V4 = _V3 + ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")
 _ICELAKE = ("avx512vbmi", "avx512vbmi2", "avx512vnni", "avx512bitalg", "avx512vpopcntdq", "avx512ifma")
 """AVX-512 extensions that every CPU with AVX-512 and GFNI has (Ice Lake and later, Zen 4 and later):
-without them, Classic McEliece's decapsulation ran 8% slower than the host's own compile."""
+without them, Classic McEliece's decapsulation ran about 10% slower than the host's own compile."""
 
 PROFILES: dict[str, tuple[str, tuple[str, ...]]] = {
     # name: (LLVM CPU, features). Each stands for CPUs whose choices (``choices``) it makes.
