@@ -139,6 +139,7 @@ def test_a_bundle_names_why_it_does_not_fit():
 def test_files_that_are_not_bundles_are_ignored(tmp_path, monkeypatch):
     (tmp_path / ("junk" + prebuilt.SUFFIX)).write_bytes(b"junk")
     (tmp_path / ("empty" + prebuilt.SUFFIX)).write_bytes(b"")
+    (tmp_path / ("torn" + prebuilt.SUFFIX)).write_bytes(prebuilt.MAGIC + b"\x80\x04\x95garbage")
     monkeypatch.setenv(prebuilt.ENV, str(tmp_path))
     assert prebuilt.read_meta(tmp_path / ("junk" + prebuilt.SUFFIX)) is None
     assert prebuilt.find() is None

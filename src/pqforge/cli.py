@@ -345,7 +345,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_precompile(args: argparse.Namespace) -> int:
     """Compile (and cache) the kernels of every algorithm, or of those named, by running each
-    of its paths once (e.g. in a container build)."""
+    of its paths once (e.g. in a container build); with ``--prebuilt``, build bundles of
+    machine code for other machines instead (``pqforge.jit.prebuilt.build``)."""
     from .jit import cache
     algs = [algorithms.get(name) for name in (args.alg or algorithms.names())]
     if args.prebuilt:

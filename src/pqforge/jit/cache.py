@@ -14,7 +14,9 @@ Compiling takes seconds, so the first operation of each kind (algorithm, path) a
 stderr unless a marker in the cache directory says that this version of the kernels has
 already been compiled there, or numba's cache already holds every kernel listed for the path
 (compiled by another process's helper, which writes no marker). The marker is written after the
-operation succeeded.
+operation succeeded. Before a first compile, machine code built ahead of time is installed
+into the cache where a bundle fits this process (``pqforge.jit.prebuilt``); it writes the
+markers of the operations it covers.
 """
 
 from __future__ import annotations

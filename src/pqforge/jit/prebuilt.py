@@ -214,7 +214,7 @@ def read_meta(bundle: Path) -> dict[str, Any] | None:
                 return None
             meta = pickle.load(f)
         return meta if isinstance(meta, dict) else None
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError):
+    except Exception:       # (a damaged pickle raises any of a dozen types)
         return None
 
 
@@ -327,22 +327,20 @@ def install_once(cache_dir: Path, mark_compiled: Callable[[str], None]) -> Path 
 
 
 def _install_fitting(cache_dir: Path, mark_compiled: Callable[[str], None]) -> Path | None:
-    bundle = find()
-    if bundle is None:
-        return None
-    marker = cache_dir / "pqforge-prebuilt" / bundle.name
-    stamp = f"{bundle.stat().st_size} {bundle.stat().st_mtime_ns} {sources_digest()}\n"
+    bundle = None
     try:
-        if marker.read_text() == stamp:
+        bundle = find()
+        if bundle is None:
+            return None
+        marker = cache_dir / "pqforge-prebuilt" / bundle.name
+        stamp = f"{bundle.stat().st_size} {bundle.stat().st_mtime_ns} {sources_digest()}\n"
+        if marker.is_file() and marker.read_text() == stamp:
             return bundle
-    except OSError:
-        pass
-    try:
         install(bundle, mark_compiled)
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(stamp)
     except Exception as error:      # (a damaged bundle, a full disk): compiling still works
-        warnings.warn(f"pqforge: prebuilt kernels {bundle} not installed ({error}); compiling instead",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(f"pqforge: prebuilt kernels {bundle or 'in ' + ', '.join(map(str, directories()))} not installed "
+                      f"({error}); compiling instead", RuntimeWarning, stacklevel=3)
         return None
     return bundle
