@@ -107,3 +107,28 @@ def test_a_response_leaves_in_one_write_and_before_the_close():
         assert transport.get_extra_info("peername") == "info peername"   # the rest goes through
 
     asyncio.run(scenario())
+
+
+def test_batch_calls_running_at_once_divide_the_cores():
+    from pqforge.service.core import CoreShare
+
+    share = CoreShare(cores=4, fixed=None)
+    with share.threads() as alone:
+        assert alone == 4
+        with share.threads() as second:
+            assert second == 2
+            with share.threads() as third, share.threads() as fourth, share.threads() as fifth:
+                assert (third, fourth, fifth) == (1, 1, 1)     # never fewer than one
+    assert share.running == 0
+    with share.threads() as again:
+        assert again == 4                                   # the calls that ended gave their cores back
+    try:
+        with share.threads():
+            raise ValueError("a failed batch call")
+    except ValueError:
+        pass
+    assert share.running == 0
+
+    fixed = CoreShare(cores=4, fixed=3)      # compute_threads in the settings: that count, always
+    with fixed.threads() as a, fixed.threads() as b:
+        assert (a, b) == (3, 3)

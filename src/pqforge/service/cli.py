@@ -240,6 +240,8 @@ def add_parser(sub) -> None:
     s.add_argument("--requests", type=positive_int, default=4000, help="requests per measurement (bound)")
     s.add_argument("--seconds", type=positive_float, default=10.0, help="time limit per measurement")
     s.add_argument("--many", type=positive_int, default=256, help="messages per sign-many / verify-many request")
+    s.add_argument("--many-clients", type=positive_int, default=4,
+                   help="clients sending sign-many / verify-many requests at once (default 4)")
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="cpu")
     s.add_argument("--workers", type=positive_int, default=1, help="server processes (default 1)")
     s.add_argument("--load", choices=["auto", "wrk", "python"], default="auto",
