@@ -1,6 +1,6 @@
 """The service under wrk, next to the library's batch calls in the same run.
 
-    python benchmarks/service_load.py [--seconds 10] [--connections 64] [--rounds 2] [--no-write]
+    python benchmarks/service_load.py [--seconds 10] [--connections 64] [--many-clients 4] [--rounds 2] [--no-write]
     python benchmarks/service_load.py --overload [--max-queue 128] [--seconds 10] [--connections 64]
     python benchmarks/service_load.py --threads [--seconds 10] [--connections 64] [--rounds 2]
 
@@ -8,13 +8,15 @@ Starts one ``pqforge serve`` with its default settings on an ephemeral loopback 
 SQLite store, one MAYO-2 key), then, each round, interleaved: ``GET /healthz`` (the HTTP ceiling
 of the stack), single-message ``POST /v1/keys/ID/sign``, the library's ``sign_many`` (256
 messages per call, default arguments, in this process while the server idles), single-message
-``POST /v1/verify`` and the library's ``verify_many``. wrk: one thread, one keep-alive
+``POST /v1/verify`` and the library's ``verify_many``, each library call followed by the
+service's many-message requests of as many messages (``--many-clients`` connections: four
+keep a request waiting while others compute). wrk: one thread, one keep-alive
 connection per client, time-limited (``pqforge.bench.service``). Prints each figure with the
 server's CPU time per request, and writes one results file (``benchmarks/results/README.md``):
 ``service-load-MACHINE-DATE.jsonl``, a letter after the date when that name is taken.
 
 Targets: single sign at 64 clients >= 50% of ``sign_many`` with p99 <= 50 ms; single verify >=
-50% of ``/healthz``.
+50% of ``/healthz``; sign-many and verify-many >= 80% of ``sign_many`` / ``verify_many``.
 
 ``--threads``: where a single request's server time goes. For healthz, sign and verify, the CPU
 time per request of the event-loop thread (the process's first) and of all its other threads
@@ -50,6 +52,7 @@ from pqforge.client import Client
 from pqforge.bench.service import cpu_seconds, load_wrk, messages_per_second, start_server
 
 RESULTS = Path(__file__).resolve().parent / "results"
+MANY = 256      # messages per many-message request, and per library call
 
 
 def _results_path(tag: str, date: str) -> Path:
@@ -70,8 +73,14 @@ def _requests(port: int, token: str, alg: str) -> dict[str, tuple[str, list[byte
     sign_bodies = [json.dumps({"message": b64(m)}).encode() for m in messages]
     verify_bodies = [json.dumps({"key_id": key["id"], "message": b64(m), "signature": b64(s)}).encode()
                      for m, s in zip(messages, signatures)]
+    many = messages[:MANY]
+    sign_many = json.dumps({"messages": [b64(m) for m in many]}).encode()
+    verify_many = json.dumps({"key_id": key["id"], "messages": [b64(m) for m in many],
+                              "signatures": [b64(s) for s in signatures[:MANY]]}).encode()
     return {"healthz": ("/healthz", []), "sign": (f"/v1/keys/{key['id']}/sign", sign_bodies),
-            "verify": ("/v1/verify", verify_bodies)}
+            "verify": ("/v1/verify", verify_bodies),
+            "sign-many": (f"/v1/keys/{key['id']}/sign-many", [sign_many]),
+            "verify-many": ("/v1/verify-many", [verify_many])}
 
 
 def main() -> int:
@@ -79,6 +88,8 @@ def main() -> int:
     parser.add_argument("--alg", default="MAYO-2")
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds per wrk run (default 10)")
     parser.add_argument("--connections", type=int, default=64, help="wrk connections (default 64)")
+    parser.add_argument("--many-clients", type=int, default=4,
+                        help="wrk connections for the many-message requests (default 4)")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (default 2)")
     parser.add_argument("--machine-tag", default=machine_tag(),
                         help=f"short machine name in the file name (default here: {machine_tag()})")
@@ -96,7 +107,7 @@ def main() -> int:
         return threads(args)
 
     alg = algorithms.get(args.alg)
-    many = [b"bench message %d" % i for i in range(256)]
+    many = [b"bench message %d" % i for i in range(MANY)]
     sk = alg.generate_private_key()
     pk = sk.public_key()
     many_sigs = sk.sign_many(many)
@@ -113,15 +124,19 @@ def main() -> int:
             http = _requests(port, token, alg.name)
 
             def served(op: str) -> float:
+                """Requests per second; messages per second for a many-message operation."""
                 path, bodies = http[op]
+                many_messages = op.endswith("-many")
                 cpu0 = cpu_seconds(proc.pid)
-                result = load_wrk(port, token, path, bodies, args.connections, args.seconds, workdir)
+                result = load_wrk(port, token, path, bodies, args.many_clients if many_messages else args.connections,
+                                  args.seconds, workdir)
                 cpu_us = (cpu_seconds(proc.pid) - cpu0) / max(1, result["requests"]) * 1e6
-                print(f"  {op:<8} {result['per_s']:>9,.0f}/s  p50 {result['p50_ms']:6.1f} ms  p99 "
+                per_s = result["per_s"] * (MANY if many_messages else 1)
+                print(f"  {op:<11} {per_s:>9,.0f}/s  p50 {result['p50_ms']:6.1f} ms  p99 "
                       f"{result['p99_ms']:6.1f} ms  errors {result['errors']}  server CPU {cpu_us:5.0f} us/request  "
                       f"wrk CPU {result['gen_cpu_s']:.2f} s", flush=True)
                 latencies.append(f"{op} {result['p99_ms']:.1f}")
-                return result["per_s"]
+                return per_s
 
             def lib(op: str) -> float:
                 rate = library[op]()
@@ -132,14 +147,19 @@ def main() -> int:
                 print(f"round {round_}", flush=True)
                 figures = {"healthz": served("healthz"), "sign": served("sign")}
                 lib_sign = lib("sign")
+                figures["sign-many"] = served("sign-many")
                 figures["verify"] = served("verify")
                 lib_verify = lib("verify")
+                figures["verify-many"] = served("verify-many")
                 print(f"  single sign = {100 * figures['sign'] / lib_sign:.0f}% of sign_many; single verify = "
-                      f"{100 * figures['verify'] / figures['healthz']:.0f}% of healthz", flush=True)
+                      f"{100 * figures['verify'] / figures['healthz']:.0f}% of healthz; sign-many = "
+                      f"{100 * figures['sign-many'] / lib_sign:.0f}% of sign_many; verify-many = "
+                      f"{100 * figures['verify-many'] / lib_verify:.0f}% of verify_many", flush=True)
                 rows.append({"round": round_, "alg": alg.name, "impl": f"pqforge serve, {args.connections} clients",
                              "per_s": {k: round(v) for k, v in figures.items()}})
                 rows.append({"round": round_, "alg": alg.name, "impl": "library sign_many / verify_many",
-                             "per_s": {"sign": round(lib_sign), "verify": round(lib_verify)}})
+                             "per_s": {"sign": round(lib_sign), "verify": round(lib_verify),
+                                       "sign-many": round(lib_sign), "verify-many": round(lib_verify)}})
         finally:
             proc.terminate()
             proc.wait(timeout=60)
@@ -151,11 +171,14 @@ def main() -> int:
             "time_utc": f"{started_utc}-{time.strftime('%H:%M', time.gmtime())}",
             "unit": "per_s", "reference": "library sign_many / verify_many",
             "command": f"`python benchmarks/service_load.py --seconds {args.seconds:g} --connections "
-                       f"{args.connections} --rounds {args.rounds}`",
+                       f"{args.connections} --many-clients {args.many_clients} --rounds {args.rounds}`",
             "method": f"one `pqforge serve` with default settings; per round, interleaved: wrk (1 thread, "
                       f"{args.connections} keep-alive connections, {args.seconds:g} s) on `GET /healthz`, single "
-                      f"`POST /v1/keys/ID/sign`, the library's `sign_many` (256 messages per call, at least 3 s), "
-                      f"single `POST /v1/verify`, `verify_many`; the service's row is requests per second",
+                      f"`POST /v1/keys/ID/sign`, the library's `sign_many` ({MANY} messages per call, at least 3 s), "
+                      f"`sign-many` requests of {MANY} messages from {args.many_clients} connections, single "
+                      f"`POST /v1/verify`, `verify_many`, `verify-many` requests; the service's row is requests "
+                      f"per second, messages per second for sign-many and verify-many (the library's row repeats "
+                      f"its sign_many / verify_many there)",
             "p99_ms": ", ".join(latencies),
             "kernels": _kernel_set(),
             "python": sys.version.split()[0]}

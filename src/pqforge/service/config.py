@@ -26,7 +26,7 @@ class Settings:
     max_queue: int = 4096                # requests waiting per (key, operation); beyond: 429
     max_messages: int = 4096             # messages in one sign-many / verify-many request
     max_body_bytes: int = 8 << 20        # larger bodies: 413
-    compute_threads: int | None = None   # threads per batch call (None: the library's default)
+    compute_threads: int | None = None   # threads per batch call (None: the cores, shared by the calls running at once)
     workers: int = 1                     # server processes sharing the port (each batches on its own)
     public_verify: bool = False          # verification without a token
     master_key_file: str | None = None   # default: beside the SQLite file, or ./pqforge-master.key
