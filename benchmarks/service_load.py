@@ -50,6 +50,9 @@ from tables import machine, machine_tag  # (benchmarks/ is on the path of a scri
 from pqforge import algorithms
 from pqforge.client import Client
 from pqforge.bench.service import cpu_seconds, load_wrk, messages_per_second, start_server
+from pqforge.service.config import Settings
+
+DEFAULT = Settings()     # the server runs with the default batching settings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MANY = 256      # messages per many-message request, and per library call
@@ -119,7 +122,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="pqforge-load-") as tmp:
         workdir = Path(tmp)
-        proc, port, token = start_server(workdir, alg.name, 256, 2.0, "cpu", 1, max_queue=None)
+        proc, port, token = start_server(workdir, alg.name, DEFAULT.max_batch, DEFAULT.max_wait_ms, "cpu", 1, max_queue=None)
         try:
             http = _requests(port, token, alg.name)
 
@@ -208,7 +211,7 @@ def overload(args) -> int:
     phases = [("overload", 8 * args.max_queue), ("after", args.connections)]
     with tempfile.TemporaryDirectory(prefix="pqforge-load-") as tmp:
         workdir = Path(tmp)
-        proc, port, token = start_server(workdir, alg.name, 256, 2.0, "cpu", 1, max_queue=args.max_queue)
+        proc, port, token = start_server(workdir, alg.name, DEFAULT.max_batch, DEFAULT.max_wait_ms, "cpu", 1, max_queue=args.max_queue)
         try:
             with Client(f"http://127.0.0.1:{port}", token) as c:
                 key = c.create_key(alg.name)
@@ -254,7 +257,7 @@ def _idle_jiffies() -> tuple[int, int]:
 def threads(args) -> int:
     with tempfile.TemporaryDirectory(prefix="pqforge-load-") as tmp:
         workdir = Path(tmp)
-        proc, port, token = start_server(workdir, args.alg, 256, 2.0, "cpu", 1, max_queue=None)
+        proc, port, token = start_server(workdir, args.alg, DEFAULT.max_batch, DEFAULT.max_wait_ms, "cpu", 1, max_queue=None)
         try:
             http = _requests(port, token, args.alg)
             for round_ in range(1, args.rounds + 1):

@@ -50,6 +50,12 @@ def machine() -> str:
         model = f"{info['model name']} family {info['cpu family']} model {info['model']}"
     except KeyError:
         model = platform.processor() or platform.machine()
+    # what decides the kernel sets: the core generation and the vector extensions it has
+    flags = info.get("flags", "").split()
+    features = [name for flag, name in (("avx2", "AVX2"), ("avx512f", "AVX-512"), ("gfni", "GFNI")) if flag in flags]
+    generation = _GENERATIONS.get(_generation())
+    described = ": ".join(part for part in (generation, ", ".join(features)) if part)
+    model += f" ({described})" if described else ""
     quota = cpu_quota()
     limited = f" with a CPU quota of {quota:g} (`benchmarks/cpu_quota.sh`)" if quota else ""
     return f"{model}, {os.cpu_count()} vCPU{limited}"
@@ -98,6 +104,9 @@ def machine_tag() -> str:
     zen3, zen4, zen5), "intel", or the architecture; "-quotaN" after it under a CPU quota."""
     quota = cpu_quota()
     return _generation() + (f"-quota{quota:g}" if quota else "")
+
+
+_GENERATIONS = {"zen1-2": "Zen 1-2", "zen3": "Zen 3", "zen4": "Zen 4", "zen5": "Zen 5"}
 
 
 def _generation() -> str:

@@ -132,3 +132,49 @@ def test_batch_calls_running_at_once_divide_the_cores():
     fixed = CoreShare(cores=4, fixed=3)      # compute_threads in the settings: that count, always
     with fixed.threads() as a, fixed.threads() as b:
         assert (a, b) == (3, 3)
+
+
+def test_with_no_wait_the_requests_of_one_pass_of_the_event_loop_go_as_one_batch():
+    """max_wait_ms 0 (the default): a queue is flushed once the event loop has taken in what came
+    together, and a lone request waits for no timer: its batch is handed to the executor within
+    a few passes of the loop, with no time for a timer to run out."""
+    class Counting(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, *args, **kwargs):
+            self.submitted += 1
+            return super().submit(*args, **kwargs)
+
+    sizes = []
+
+    def run(payloads):
+        sizes.append(len(payloads))
+        return payloads
+
+    async def passes(count: int) -> None:
+        for _ in range(count):
+            await asyncio.sleep(0)
+
+    async def scenario():
+        with Counting(2) as executor:
+            batcher = Batcher(executor, max_batch=64, max_wait_ms=0.0, max_queue=1000)
+            together = [batcher.submit(("sign", "k"), i, run) for i in range(5)]     # one pass
+            await passes(5)
+            assert executor.submitted == 1
+            assert await asyncio.gather(*together) == list(range(5))
+            assert sizes == [5]
+            lone = batcher.submit(("sign", "k"), 9, run)
+            await passes(5)
+            assert executor.submitted == 2
+            assert await lone == 9
+            assert sizes == [5, 1]
+
+        with Counting(2) as executor:         # the same with a wait: nothing goes before the timer
+            batcher = Batcher(executor, max_batch=64, max_wait_ms=10_000.0, max_queue=1000)
+            waiting = batcher.submit(("sign", "k"), 1, run)
+            await passes(5)
+            assert executor.submitted == 0
+            await batcher.drain()
+            assert await waiting == 1
+
+    asyncio.run(scenario())

@@ -67,7 +67,8 @@ def test_invalid_options_are_one_line_errors_before_anything_starts(tmp_path):
              ("--ssl-certfile", str(tmp_path / "no-such.pem"))]
     for args in cases:
         _one_line_error(cli("serve", *args, cwd=tmp_path))     # one line: no serving banner before it
-    for args in (("--concurrency", "1,0"), ("--max-batch", "x"), ("--many", "0"), ("--seconds", "-1")):
+    for args in (("--concurrency", "1,0"), ("--max-batch", "x"), ("--many", "0"), ("--many-clients", "0"),
+                 ("--seconds", "-1")):
         _one_line_error(cli("bench-serve", *args, cwd=tmp_path))
     assert list(tmp_path.iterdir()) == [config]     # no master key, no database
 

@@ -200,7 +200,7 @@ def add_parser(sub) -> None:
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], help="batch backend (default cpu)")
     s.add_argument("--max-batch", type=positive_int, help="flush a queue at this many requests (default 256)")
     s.add_argument("--max-wait-ms", type=non_negative_float,
-                   help="... or when its oldest request waited this long (default 2)")
+                   help="... or when its oldest request waited this long (default 0: at once)")
     s.add_argument("--master-key-file", help="master key file (mode 0600; created when absent; default beside "
                                              "the SQLite file). PQFORGE_MASTER_KEY (base64) takes precedence")
     s.add_argument("--public-verify", action="store_true", help="let anyone verify, without a token")
@@ -235,7 +235,7 @@ def add_parser(sub) -> None:
                    help="client counts (comma-separated)")
     s.add_argument("--max-batch", type=_list_of(positive_int), default="64,256",
                    help="max_batch settings (comma-separated)")
-    s.add_argument("--max-wait-ms", type=_list_of(non_negative_float), default="2",
+    s.add_argument("--max-wait-ms", type=_list_of(non_negative_float), default="0",
                    help="max_wait_ms settings (comma-separated)")
     s.add_argument("--requests", type=positive_int, default=4000, help="requests per measurement (bound)")
     s.add_argument("--seconds", type=positive_float, default=10.0, help="time limit per measurement")

@@ -22,7 +22,8 @@ class Settings:
     store: str = "sqlite:///pqforge.db"
     backend: str = "cpu"                 # auto | cpu | cuda, passed to sign_many / verify_many
     max_batch: int = 256                 # a queue is flushed when it holds this many requests ...
-    max_wait_ms: float = 2.0             # ... or when its oldest request has waited this long
+    max_wait_ms: float = 0.0             # ... or when its oldest request has waited this long (0: once the
+                                         # event loop has taken in the requests that came together)
     max_queue: int = 4096                # requests waiting per (key, operation); beyond: 429
     max_messages: int = 4096             # messages in one sign-many / verify-many request
     max_body_bytes: int = 8 << 20        # larger bodies: 413
