@@ -122,7 +122,8 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="pqforge-load-") as tmp:
         workdir = Path(tmp)
-        proc, port, token = start_server(workdir, alg.name, DEFAULT.max_batch, DEFAULT.max_wait_ms, "cpu", 1, max_queue=None)
+        proc, port, token = start_server(workdir, alg.name, DEFAULT.max_batch, DEFAULT.max_wait_ms, "cpu", 1,
+                                         max_queue=None)
         try:
             http = _requests(port, token, alg.name)
 
@@ -211,7 +212,8 @@ def overload(args) -> int:
     phases = [("overload", 8 * args.max_queue), ("after", args.connections)]
     with tempfile.TemporaryDirectory(prefix="pqforge-load-") as tmp:
         workdir = Path(tmp)
-        proc, port, token = start_server(workdir, alg.name, DEFAULT.max_batch, DEFAULT.max_wait_ms, "cpu", 1, max_queue=args.max_queue)
+        proc, port, token = start_server(workdir, alg.name, DEFAULT.max_batch, DEFAULT.max_wait_ms, "cpu", 1,
+                                         max_queue=args.max_queue)
         try:
             with Client(f"http://127.0.0.1:{port}", token) as c:
                 key = c.create_key(alg.name)
@@ -257,7 +259,8 @@ def _idle_jiffies() -> tuple[int, int]:
 def threads(args) -> int:
     with tempfile.TemporaryDirectory(prefix="pqforge-load-") as tmp:
         workdir = Path(tmp)
-        proc, port, token = start_server(workdir, args.alg, DEFAULT.max_batch, DEFAULT.max_wait_ms, "cpu", 1, max_queue=None)
+        proc, port, token = start_server(workdir, args.alg, DEFAULT.max_batch, DEFAULT.max_wait_ms, "cpu", 1,
+                                         max_queue=None)
         try:
             http = _requests(port, token, args.alg)
             for round_ in range(1, args.rounds + 1):
