@@ -108,6 +108,11 @@ def test_a_bundle_for_other_sources_is_left_alone_and_the_kernels_compile(tmp_pa
     fields = run.stdout.split()
     assert fields[:2] == ["True", "True"] and int(fields[2]) > 0, run.stdout
     assert not (tmp_path / "cache" / "pqforge-prebuilt").exists()
+    # the first compile notice says why the bundle was not used, and only the first
+    reason = "(the machine code built ahead of time does not fit: built from other pqforge sources)"
+    notices = [line for line in run.stderr.splitlines() if line.startswith("pqforge: compiling")]
+    assert notices and notices[0].endswith(reason), run.stderr[-2000:]
+    assert sum(reason in line for line in notices) == 1, notices
 
 
 @needs_bundle
@@ -134,6 +139,20 @@ def test_a_bundle_names_why_it_does_not_fit():
     assert "lacks no-such-feature" in prebuilt.mismatch({**meta, "features": ["no-such-feature"]})
     other = {**prebuilt.host_choices(), "vector_registers": 8}
     assert prebuilt.mismatch({**meta, "choices": other}).startswith("built for {")
+
+
+def test_the_reason_named_is_that_of_the_bundle_closest_to_fitting(tmp_path, monkeypatch):
+    import llvmlite
+    import numba
+    meta = {"numba": numba.__version__, "llvmlite": llvmlite.__version__, "python": sys.implementation.cache_tag,
+            "sources": prebuilt.sources_digest(), "features": ["no-such-feature"], "choices": prebuilt.host_choices()}
+    for name, header in (("old-numba", {**meta, "numba": "0.1"}), ("new-cpu", meta)):
+        (tmp_path / (name + prebuilt.SUFFIX)).write_bytes(prebuilt.MAGIC + pickle.dumps(header, protocol=4))
+    monkeypatch.setenv(prebuilt.ENV, str(tmp_path))
+    assert prebuilt.find() is None
+    assert prebuilt.unfit() == "this CPU lacks no-such-feature"
+    monkeypatch.setenv(prebuilt.ENV, str(tmp_path / "empty"))
+    assert prebuilt.unfit() is None
 
 
 def test_files_that_are_not_bundles_are_ignored(tmp_path, monkeypatch):

@@ -233,15 +233,17 @@ def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Calla
                 if key not in _seen:
                     estimate = 0.0
                     first = not is_compiled(key)
+                    unfit = None
                     if first and CACHE_DIR is not None:     # machine code built ahead of time, if it fits
                         from . import prebuilt
                         first = prebuilt.install_once(CACHE_DIR, mark_compiled) is None or not is_compiled(key)
+                        unfit = prebuilt.not_used()
                     if first and _will_compile(prefetch, params):
                         once = "once" if JIT_CACHE else "uncached"
                         estimate = seconds(params) if callable(seconds) else seconds
                         if NOTICES:
                             _say(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
-                                 f"about {max(1, round(paced(estimate)))} s")
+                                 f"about {max(1, round(paced(estimate)))} s" + (f" ({unfit})" if unfit else ""))
                         if prefetch is not None:
                             prefetch(params)
                     start = time.perf_counter()

@@ -220,24 +220,41 @@ def read_meta(bundle: Path) -> dict[str, Any] | None:
 
 def mismatch(meta: dict[str, Any]) -> str | None:
     """Why a bundle with ``meta`` cannot serve this process, or None when it can."""
+    found = _mismatch(meta)
+    return found[1] if found else None
+
+
+def _mismatch(meta: dict[str, Any]) -> tuple[int, str] | None:
+    """(how far the bundle got through the checks, why it stopped), or None when it fits."""
     from .target import cpu_features
     for name, value in _versions().items():
         if meta.get(name) != value:
-            return f"built for {name} {meta.get(name)}, not {value}"
+            return 0, f"built for {name} {meta.get(name)}, not {value}"
     if meta.get("sources") != sources_digest():
-        return "built from other pqforge sources"
+        return 1, "built from other pqforge sources"
     lacking = set(meta.get("features", ())) - cpu_features()
     if lacking:
-        return f"this CPU lacks {', '.join(sorted(lacking))}"
+        return 2, f"this CPU lacks {', '.join(sorted(lacking))}"
     if meta.get("choices") != host_choices():
-        return f"built for {meta.get('choices')}, this process chooses {host_choices()}"
+        return 3, f"built for {meta.get('choices')}, this process chooses {host_choices()}"
     return None
 
 
 def find() -> Path | None:
     """The bundle that serves this process, if any: of those that fit, the one compiled for the
     most features (the same choices can come from several profiles)."""
-    fitting = []
+    return _survey()[0]
+
+
+def unfit() -> str | None:
+    """Why the bundles present do not serve this process: the reason of the one that came
+    closest to fitting (a version or the sources, which all of them share, before a CPU feature);
+    None where one fits or none is present."""
+    return _survey()[1]
+
+
+def _survey() -> tuple[Path | None, str | None]:
+    fitting, closest = [], None
     for directory in directories():
         try:
             candidates = sorted(directory.glob("*" + SUFFIX))
@@ -245,9 +262,16 @@ def find() -> Path | None:
             continue
         for bundle in candidates:
             meta = read_meta(bundle)
-            if meta is not None and mismatch(meta) is None:
+            if meta is None:
+                continue
+            found = _mismatch(meta)
+            if found is None:
                 fitting.append((-len(meta.get("features", ())), bundle))
-    return min(fitting)[1] if fitting else None
+            elif closest is None or found[0] > closest[0]:
+                closest = found
+    if fitting:
+        return min(fitting)[1], None
+    return None, closest[1] if closest else None
 
 
 def _host_locator(source: Path) -> Any:
@@ -313,7 +337,8 @@ def install(bundle: Path, mark_compiled: Callable[[str], None]) -> int:
     return added
 
 
-_outcome: list[Path | None] = []
+_outcome: list[Path | None] = []     # what install_once did in this process
+_unfit: list[str] = []               # why no bundle was installed, where some were present
 
 
 def install_once(cache_dir: Path, mark_compiled: Callable[[str], None]) -> Path | None:
@@ -326,11 +351,19 @@ def install_once(cache_dir: Path, mark_compiled: Callable[[str], None]) -> Path 
     return _outcome[0]
 
 
+def not_used() -> str | None:
+    """After ``install_once``: why the bundles present were not installed, for the first compile
+    notice of the process (later calls: None); None where one was, or none is present."""
+    return _unfit.pop() if _unfit else None
+
+
 def _install_fitting(cache_dir: Path, mark_compiled: Callable[[str], None]) -> Path | None:
     bundle = None
     try:
-        bundle = find()
+        bundle, reason = _survey()
         if bundle is None:
+            if reason:
+                _unfit.append(f"the machine code built ahead of time does not fit: {reason}")
             return None
         marker = cache_dir / "pqforge-prebuilt" / bundle.name
         stamp = f"{bundle.stat().st_size} {bundle.stat().st_mtime_ns} {sources_digest()}\n"
