@@ -38,35 +38,82 @@ def test_requests_that_come_while_a_batch_runs_go_as_the_next_batch():
     asyncio.run(scenario())
 
 
-def test_the_next_batch_starts_before_the_answers_of_the_last_go_out():
-    """Writing the answers of a batch keeps the event loop busy; the next batch is already on the
-    cores by then."""
-    class Counting(ThreadPoolExecutor):
-        submitted = 0
-
-        def submit(self, *args, **kwargs):
-            self.submitted += 1
-            return super().submit(*args, **kwargs)
-
+def test_the_next_batch_is_taken_before_the_answers_of_the_last_go_out():
+    """Writing the answers of a batch keeps the event loop busy; the worker has taken the next
+    batch by then, and computes it without waiting for the event loop."""
     release = threading.Event()
+    sizes = []
 
     def run(payloads):
+        sizes.append(len(payloads))
         release.wait(30)
         return payloads
 
     async def scenario():
-        with Counting(2) as executor:
+        with ThreadPoolExecutor(2) as executor:
             batcher = Batcher(executor, max_batch=64, max_wait_ms=1.0, max_queue=1000)
             first = batcher.submit(("sign", "k"), 0, run)
-            while not executor.submitted:
+            while not sizes:
                 await asyncio.sleep(0.01)
             later = [batcher.submit(("sign", "k"), i, run) for i in range(1, 4)]
-            handed_out = []
-            first.add_done_callback(lambda _: handed_out.append(executor.submitted))
+            waiting_at_first_answer = []
+            first.add_done_callback(lambda _: waiting_at_first_answer.append(batcher.depth()))
             release.set()
             assert await asyncio.gather(first, *later) == [0, 1, 2, 3]
-            assert handed_out == [2]        # the second batch was submitted before the first answer
+            assert waiting_at_first_answer == [0]      # the three later ones were the next batch already
+            assert sizes == [1, 3]
             await batcher.drain()
+
+    asyncio.run(scenario())
+
+
+def test_queues_take_turns_for_the_workers():
+    """A worker whose queue still has requests hands its thread to a queue waiting for one."""
+    order = []
+    release = threading.Event()
+
+    def run_a(payloads):
+        order.append(("a", payloads))
+        release.wait(30)
+        return payloads
+
+    def run_b(payloads):
+        order.append(("b", payloads))
+        return payloads
+
+    async def scenario():
+        with ThreadPoolExecutor(1) as executor:
+            batcher = Batcher(executor, max_batch=64, max_wait_ms=0.0, max_queue=1000)
+            first = batcher.submit(("sign", "a"), 1, run_a)
+            while not order:
+                await asyncio.sleep(0.01)
+            second = batcher.submit(("sign", "a"), 2, run_a)
+            other = batcher.submit(("sign", "b"), 3, run_b)
+            await asyncio.sleep(0.05)                 # b's queue waits for the one thread
+            release.set()
+            assert await asyncio.gather(first, second, other) == [1, 2, 3]
+            assert order == [("a", [1]), ("b", [3]), ("a", [2])]
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_batch_fails_its_requests_only():
+    def run(payloads):
+        if 0 in payloads:
+            raise ValueError("a batch that fails")
+        return payloads
+
+    async def scenario():
+        with ThreadPoolExecutor(2) as executor:
+            batcher = Batcher(executor, max_batch=64, max_wait_ms=0.0, max_queue=1000)
+            failing = batcher.submit(("sign", "k"), 0, run)
+            try:
+                await failing
+            except ValueError as exc:
+                assert str(exc) == "a batch that fails"
+            else:
+                raise AssertionError("the failure did not reach the request")
+            assert await batcher.submit(("sign", "k"), 5, run) == 5
 
     asyncio.run(scenario())
 
@@ -163,6 +210,8 @@ def test_with_no_wait_the_requests_of_one_pass_of_the_event_loop_go_as_one_batch
             assert executor.submitted == 1
             assert await asyncio.gather(*together) == list(range(5))
             assert sizes == [5]
+            while batcher.depth() or batcher._queues:    # its worker has let the empty queue go
+                await asyncio.sleep(0.001)
             lone = batcher.submit(("sign", "k"), 9, run)
             await passes(5)
             assert executor.submitted == 2

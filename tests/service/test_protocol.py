@@ -184,7 +184,7 @@ def test_the_hot_path_reaches_fastpath_respond_without_asgi():
 
     class Hot:
         answers = staticmethod(FastPath.answers)
-        service = type("S", (), {"settings": type("T", (), {"max_body_bytes": 100})})
+        service = type("S", (), {"settings": type("T", (), {"max_body_bytes": 100}), "batches_here": False})
 
         def __init__(self):
             self.calls = []
@@ -219,3 +219,72 @@ def test_the_hot_path_reaches_fastpath_respond_without_asgi():
     assert calls == [("sign", "k1", "Bearer t", "application/json", 12, b'{"message":}')]
     assert written.startswith(b"HTTP/1.1 200 OK\r\n") and written.endswith(b'\r\n\r\n{"signature":"c2ln"}')
     assert b"content-length: 20\r\n" in written
+
+
+def test_a_single_request_goes_to_the_batcher_as_its_own_future():
+    """A sign request whose job needs nothing from the store is handed to the batcher with the
+    request itself as the future, with no task: the batch's result is written from set_result;
+    a client that hangs up while its request waits makes it done, and it counts as 499."""
+    import asyncio
+
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    from pqforge.service.middleware import FastPath
+    from pqforge.service.protocol import ServiceProtocol
+
+    recorded, submitted = [], []
+
+    class Metrics:
+        errors = type("E", (), {"labels": staticmethod(lambda kind: type("C", (), {"inc": lambda self: None})())})
+
+        def record(self, operation, status, seconds):
+            recorded.append((operation, status))
+
+    class Batcher:
+        def submit(self, queue_key, payload, run, future):
+            submitted.append((queue_key, payload, future))
+
+    class Service:
+        settings = type("T", (), {"max_body_bytes": 100})
+        batches_here = True
+        metrics = Metrics()
+        batcher = Batcher()
+
+    class Hot:
+        answers = staticmethod(FastPath.answers)
+        service = Service
+
+        def job_now(self, operation, key_id, authorization, content_type, body):
+            return ("sign", key_id), body, None, lambda signature: b'{"signature":"%s"}' % signature
+
+        async def respond(self, *args):
+            raise AssertionError("the request took the task's way")
+
+    class App:
+        fast_path = Hot()
+
+    request = (b'POST /v1/keys/k1/sign HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n'
+               b'Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}')
+
+    async def scenario():
+        config = uvicorn.Config(App(), lifespan="off", log_config=None)
+        loop = asyncio.get_running_loop()
+        answered = ServiceProtocol(config, ServerState(), {}, loop)
+        answered.connection_made(_Transport())
+        answered.data_received(request)
+        gone = ServiceProtocol(config, ServerState(), {}, loop)
+        gone.connection_made(_Transport())
+        gone.data_received(request)
+        assert not answered.tasks and not gone.tasks and len(submitted) == 2
+        (queue_key, payload, first), (_, _, second) = submitted
+        assert queue_key == ("sign", "k1") and payload == b"{}" and not first.done()
+        gone.connection_lost(None)
+        assert second.done()                            # the batcher drops it
+        first.set_result(b"c2ln")
+        await asyncio.sleep(0)                          # the joined write leaves at the end of the pass
+        return answered.transport._transport.data
+
+    written = asyncio.run(scenario())
+    assert written.startswith(b"HTTP/1.1 200 OK\r\n") and written.endswith(b'\r\n\r\n{"signature":"c2ln"}')
+    assert recorded == [("sign", 499), ("sign", 200)]

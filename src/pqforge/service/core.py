@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import logging
 import os
@@ -121,6 +122,7 @@ class Service:
         # submit(queue key, payload, run) -> future of this payload's result; Ray Serve replicas
         # pass one built on @serve.batch instead of this process's batcher
         self.submit = submit or self.batcher.submit
+        self.batches_here = submit is None      # jobs may go to self.batcher directly
         self.warmed = threading.Event()
         self.rest_compile: subprocess.Popen | None = None    # the background compile (``warm_up``)
         self.drained = threading.Event()    # set once shutdown finished the queued requests
@@ -209,9 +211,7 @@ class Service:
         try:
             future = self.submit(queue_key, payload, run)
         except QueueFull as exc:
-            retry = max(1, round(exc.retry_after_s + 0.5))
-            raise ApiError(429, "queue_full", f"too many requests waiting for {queue_key[0]}; retry later",
-                           headers={"Retry-After": str(retry)}) from None
+            raise queue_full(queue_key[0], exc) from None
         if receive is None or self.settings.max_wait_ms < WATCH_HANGUP_FROM_MS:
             return await future
         # a client that hangs up cancels its future, and the batcher skips cancelled futures
@@ -235,26 +235,48 @@ class Service:
         return self.keys.usable(key_id, kind, cached_only=True) or \
             await run_in_threadpool(self.keys.usable, key_id, kind)
 
+    # --- single-message requests: a job for the batcher, then its answer -----------------------
+    # A job is (queue key, payload, batch function, answer of the batch's result); ``None`` where
+    # ``cached_only`` and the store must be read first. The HTTP protocol submits jobs itself,
+    # without a task per request (``protocol.ServiceProtocol``); ``sign_one`` and ``verify_one``
+    # are the same requests as coroutines, for every other way in.
+    def sign_job(self, key_id: str, body: models.Sign, who: Principal, cached_only: bool = False):
+        """The job of one single-message signing request."""
+        who.require(f"sign:{key_id}")
+        if self.keys.usable(key_id, "signature", cached_only) is None:
+            return None
+        return ("sign", key_id), (body.message, who.token_id), functools.partial(self.sign_batch, key_id), \
+            signature_answer
+
+    def verify_job(self, body: models.Verify, who: Principal, cached_only: bool = False):
+        """The job of one single-message verification request, or its answer (bytes) where no
+        batch is needed: a signature of the wrong length is not valid, as the library answers."""
+        if not self.settings.public_verify:
+            who.require("verify")
+        found = self.public_key_for(body, cached_only)
+        if found is None:
+            return None
+        key_ref, pk = found
+        if len(body.signature) != pk.algorithm.signature_size:
+            return verdict_answer(False)
+        queue_key = ("verify", key_ref or (pk.algorithm.name, pk.public_bytes_raw()))
+        return queue_key, (body.message, body.signature), functools.partial(self.verify_batch, pk), verdict_answer
+
     async def sign_one(self, key_id: str, body: models.Sign, who: Principal, receive) -> bytes:
         """The JSON answer to one single-message signing request."""
-        who.require(f"sign:{key_id}")
-        await self.usable_key(key_id, "signature")
-        signature = await self.batched(receive, ("sign", key_id), (body.message, who.token_id),
-                                       lambda items: self.sign_batch(key_id, items))
-        return b'{"signature":"%s"}' % base64.b64encode(signature)
+        job = self.sign_job(key_id, body, who, True) or await run_in_threadpool(self.sign_job, key_id, body, who)
+        return await self._answer_job(job, receive)
 
     async def verify_one(self, body: models.Verify, who: Principal, receive) -> bytes:
         """The JSON answer to one single-message verification request."""
-        if not self.settings.public_verify:
-            who.require("verify")
-        key_ref, pk = self.public_key_for(body, cached_only=True) or \
-            await run_in_threadpool(self.public_key_for, body)
-        if len(body.signature) != pk.algorithm.signature_size:
-            return b'{"valid":false}'       # as the library answers: not a valid signature
-        queue_key = ("verify", key_ref or (pk.algorithm.name, pk.public_bytes_raw()))
-        valid = await self.batched(receive, queue_key, (body.message, body.signature),
-                                   lambda items: self.verify_batch(pk, items))
-        return b'{"valid":true}' if valid else b'{"valid":false}'
+        job = self.verify_job(body, who, True) or await run_in_threadpool(self.verify_job, body, who)
+        return await self._answer_job(job, receive)
+
+    async def _answer_job(self, job, receive) -> bytes:
+        if isinstance(job, bytes):
+            return job
+        queue_key, payload, run, answer = job
+        return answer(await self.batched(receive, queue_key, payload, run))
 
     async def sign_many(self, key_id: str, body: models.SignMany, who: Principal) -> bytes:
         """The JSON answer to one many-message signing request: its messages are a batch of their own."""
@@ -303,6 +325,20 @@ class Service:
         if count > self.settings.max_messages:
             raise ApiError(422, "too_many", f"{field}: at most {self.settings.max_messages} per request, got {count}",
                            field)
+
+
+def signature_answer(signature: bytes) -> bytes:
+    return b'{"signature":"%s"}' % base64.b64encode(signature)
+
+
+def verdict_answer(valid: bool) -> bytes:
+    return b'{"valid":true}' if valid else b'{"valid":false}'
+
+
+def queue_full(operation: str, exc: QueueFull) -> ApiError:
+    """The 429 of a request refused by a full batch queue."""
+    return ApiError(429, "queue_full", f"too many requests waiting for {operation}; retry later",
+                    headers={"Retry-After": str(max(1, round(exc.retry_after_s + 0.5)))})
 
 
 async def _disconnected(receive) -> None:

@@ -174,11 +174,38 @@ class FastPath:
         try:
             answer = await self._answer(operation, key_id, authorization, content_type, length, read_body, receive)
         except Exception as exc:
-            path = f"/v1/keys/{key_id}/{operation}" if key_id is not None else f"/v1/{operation}"
-            answer = error_response(self.service, exc, "POST", path)
+            return self.error(exc, operation, key_id, started)
         status = 200 if isinstance(answer, bytes) else answer.status_code
         self.service.metrics.record(operation, status, time.perf_counter() - started)
         return status, answer
+
+    def error(self, exc: BaseException, operation: str, key_id: str | None, started: float | None = None):
+        """(status, error Response) of a hot-path request that raised ``exc``; recorded in the
+        metrics when ``started`` (its perf_counter start) is given."""
+        path = f"/v1/keys/{key_id}/{operation}" if key_id is not None else f"/v1/{operation}"
+        answer = error_response(self.service, exc, "POST", path)
+        if started is not None:
+            self.service.metrics.record(operation, answer.status_code, time.perf_counter() - started)
+        return answer.status_code, answer
+
+    def job_now(self, operation: str, key_id: str | None, authorization: str | None, content_type: str | None,
+                body: bytes | None):
+        """The job of a single-message sign or verify request whose body has come (None: grew past
+        the limit), or its answer (bytes), as ``Service.sign_job`` and ``verify_job`` make them,
+        when that needs nothing from the store; else None, and ``respond`` answers the request,
+        its errors included (the checks here are those of ``_answer``, in its order)."""
+        service = self.service
+        try:
+            who = service.authenticate(authorization, cached_only=True)
+            if who is None or body is None or not json_media(content_type):
+                return None
+            if key_id is not None or not service.settings.public_verify:
+                who.require_token()
+            if operation == "sign":
+                return service.sign_job(key_id, models.Sign.model_validate_json(body), who, cached_only=True)
+            return service.verify_job(models.Verify.model_validate_json(body), who, cached_only=True)
+        except Exception:       # the error answer comes from ``respond``, which makes them all
+            return None
 
     async def _answer(self, operation, key_id, authorization, content_type, length, read_body, receive):
         service = self.service

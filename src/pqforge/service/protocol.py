@@ -19,7 +19,9 @@ uvicorn's own way to the ASGI app.
 from __future__ import annotations
 
 import asyncio
+import time
 
+from .batcher import QueueFull
 from .middleware import request_headers
 
 try:
@@ -81,19 +83,25 @@ class _NoEvent:
 
 class HotRequest:
     """uvicorn's request-response cycle, for a request that ``FastPath`` answers: the attributes
-    uvicorn's protocol reads and sets on its current cycle, the body collected up to the limit
-    (beyond it, dropped: the answer is 413), and the task that answers it."""
+    uvicorn's protocol reads and sets on its current cycle, and the body collected up to the limit
+    (beyond it, dropped: the answer is 413).
 
-    __slots__ = ("operation", "key_id", "headers", "path", "limit", "keep_alive", "body", "over",
-                 "complete", "waiter", "response_complete", "disconnected", "task")
+    It is answered once it is the connection's current request and its body has come. A single
+    request whose job needs nothing from the store goes to the batcher with the request itself as
+    its future: the batch's result is written from ``set_result``, with no task and no coroutine
+    per request. Every other request is answered by a task (``task``) running ``FastPath.respond``."""
+
+    __slots__ = ("protocol", "operation", "key_id", "headers", "path", "limit", "keep_alive", "body", "over",
+                 "complete", "started", "begun", "answer", "response_complete", "disconnected", "task")
     message_event = _NoEvent
 
-    def __init__(self, operation, key_id, headers, path, limit, keep_alive):
-        self.operation, self.key_id, self.headers, self.path = operation, key_id, headers, path
+    def __init__(self, protocol, operation, key_id, headers, path, limit, keep_alive):
+        self.protocol, self.operation, self.key_id, self.headers, self.path = protocol, operation, key_id, headers, path
         self.limit, self.keep_alive = limit, keep_alive
         self.body = bytearray()
-        self.over = self.complete = self.response_complete = self.disconnected = False
-        self.waiter = self.task = None
+        self.over = self.complete = self.started = self.response_complete = self.disconnected = False
+        self.begun = 0.0
+        self.answer = self.task = None
 
     def feed(self, data: bytes) -> None:
         if not self.over:
@@ -101,16 +109,22 @@ class HotRequest:
             if len(self.body) > self.limit:
                 self.over, self.body = True, bytearray()
 
-    def finish(self) -> None:
-        self.complete = True
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
-
-    async def read_body(self) -> bytes | None:
-        if not self.complete:
-            self.waiter = asyncio.get_running_loop().create_future()
-            await self.waiter
+    def body_or_none(self) -> bytes | None:
         return None if self.over else bytes(self.body)
+
+    async def read_body(self) -> bytes | None:       # (answered only once the body has come)
+        return self.body_or_none()
+
+    # --- the future of a job handed to the batcher -----------------------------------------
+    def done(self) -> bool:
+        """Answered already, or its client has gone: the batcher drops it."""
+        return self.response_complete or self.disconnected or self.protocol.transport.is_closing()
+
+    def set_result(self, result) -> None:
+        self.protocol.finish(self, 200, self.answer(result))
+
+    def set_exception(self, exc: BaseException) -> None:
+        self.protocol.finish(self, *self.protocol.fast_path.error(exc, self.operation, self.key_id))
 
 
 if HttpToolsProtocol is not None:
@@ -146,15 +160,15 @@ if HttpToolsProtocol is not None:
             hot = fast_path.answers("POST", path)
             if hot is None:
                 return None
-            return HotRequest(*hot, self.headers, path, fast_path.service.settings.max_body_bytes,
+            return HotRequest(self, *hot, self.headers, path, fast_path.service.settings.max_body_bytes,
                               self.parser.should_keep_alive())
 
         def _start_asgi_task(self, cycle, app) -> None:
             if type(cycle) is not HotRequest:
                 return super()._start_asgi_task(cycle, app)
-            cycle.task = task = self.loop.create_task(self._answer(cycle))
-            task.add_done_callback(self.tasks.discard)
-            self.tasks.add(task)
+            cycle.started = True
+            if cycle.complete:
+                self._answer_now(cycle)      # else once the body has come (on_message_complete)
 
         def on_body(self, body: bytes) -> None:
             if type(self.cycle) is HotRequest:
@@ -163,16 +177,42 @@ if HttpToolsProtocol is not None:
                 super().on_body(body)
 
         def on_message_complete(self) -> None:
-            if type(self.cycle) is HotRequest:
-                self.cycle.finish()
-            else:
-                super().on_message_complete()
+            cycle = self.cycle
+            if type(cycle) is not HotRequest:
+                return super().on_message_complete()
+            cycle.complete = True
+            if cycle.started:
+                self._answer_now(cycle)
 
         def connection_lost(self, exc) -> None:
             cycle = self.cycle
             super().connection_lost(exc)
-            if type(cycle) is HotRequest and not cycle.response_complete and cycle.task is not None:
-                cycle.task.cancel()       # the client hung up: its request leaves the batch
+            if type(cycle) is HotRequest and not cycle.response_complete:
+                if cycle.task is not None:
+                    cycle.task.cancel()   # the client hung up: its request leaves the batch
+                elif cycle.answer is not None:    # in a batch queue, which drops it (``done``)
+                    self._gone(cycle)
+
+        def _answer_now(self, cycle: HotRequest) -> None:
+            """Hand a single request's job to the batcher, or answer it at once; else start its task."""
+            fast_path = self.fast_path
+            service = fast_path.service
+            cycle.begun = time.perf_counter()
+            if cycle.operation in ("sign", "verify") and service.batches_here:
+                job = fast_path.job_now(cycle.operation, cycle.key_id, *request_headers(cycle.headers)[:2],
+                                        cycle.body_or_none())
+                if isinstance(job, bytes):
+                    return self.finish(cycle, 200, job)
+                if job is not None:
+                    queue_key, payload, run, cycle.answer = job
+                    try:
+                        service.batcher.submit(queue_key, payload, run, cycle)
+                        return
+                    except QueueFull:     # the task below answers 429, as for every request
+                        cycle.answer = None
+            cycle.task = task = self.loop.create_task(self._answer(cycle))
+            task.add_done_callback(self.tasks.discard)
+            self.tasks.add(task)
 
         async def _answer(self, cycle: HotRequest) -> None:
             fast_path = self.fast_path
@@ -181,18 +221,43 @@ if HttpToolsProtocol is not None:
                                                          *request_headers(cycle.headers), cycle.read_body)
             except asyncio.CancelledError:
                 if cycle.disconnected:    # (else a shutdown past its drain timeout cancelled it)
-                    fast_path.service.metrics.errors.labels("client_gone").inc()
-                    fast_path.service.metrics.record(cycle.operation, 499, 0.0)
+                    self._gone(cycle)
+                return
+            if self.flow.write_paused and not cycle.disconnected:
+                await self.flow.drain()
+            self._write(cycle, status, answer)
+
+        def _gone(self, cycle: HotRequest) -> None:
+            metrics = self.fast_path.service.metrics
+            metrics.errors.labels("client_gone").inc()
+            metrics.record(cycle.operation, 499, 0.0)
+
+        def finish(self, cycle: HotRequest, status: int, answer) -> None:
+            """Record and write the answer of a request handed to the batcher (or answered at once)."""
+            if cycle.done():
+                return
+            self.fast_path.service.metrics.record(cycle.operation, status, time.perf_counter() - cycle.begun)
+            if self.flow.write_paused:    # the client reads slowly: wait, as uvicorn's own answers do
+                task = self.loop.create_task(self._write_drained(cycle, status, answer))
+                task.add_done_callback(self.tasks.discard)
+                self.tasks.add(task)
+            else:
+                self._write(cycle, status, answer)
+
+        async def _write_drained(self, cycle: HotRequest, status: int, answer) -> None:
+            await self.flow.drain()
+            if not cycle.done():
+                self._write(cycle, status, answer)
+
+        def _write(self, cycle: HotRequest, status: int, answer) -> None:
+            """Write an answer (a 200's JSON body, or an error Response) and end the request."""
+            if cycle.disconnected:
                 return
             if isinstance(answer, bytes):     # FastPath's 200: JSON
                 headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(answer))]
                 body = answer
             else:
                 headers, body = answer.raw_headers, answer.body
-            if self.flow.write_paused and not cycle.disconnected:
-                await self.flow.drain()
-            if cycle.disconnected:
-                return
             content = [STATUS_LINE[status]]
             for name, value in self.server_state.default_headers + headers:
                 content += (name, b": ", value, b"\r\n")
