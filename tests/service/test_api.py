@@ -161,8 +161,14 @@ def test_single_message_hot_path_answers_like_the_rest(server, mayo_key):
     assert refused.status_code == 401 and refused.headers["WWW-Authenticate"] == "Bearer"
     assert refused.json()["error"]["field"] == "Authorization"
     assert _error(_post(server, "/v1/verify", content=b"[1, 2]"), 400, "body")
-    assert httpx.get(server.url + f"/v1/keys/{kid}/sign", headers=bearer(server.admin)).status_code == 405
-    assert _post(server, f"/v1/keys/{kid}/sign/more", {"message": ""}).status_code == 404
+    wrong_method = httpx.get(server.url + f"/v1/keys/{kid}/sign", headers=bearer(server.admin))
+    assert wrong_method.status_code == 405 and wrong_method.headers["Allow"] == "POST"
+    assert wrong_method.json()["error"]["message"] == f"/v1/keys/{kid}/sign does not take GET; " \
+                                                      "the routes are listed at /docs"
+    no_route = _post(server, f"/v1/keys/{kid}/sign/more", {"message": ""})
+    assert no_route.status_code == 404 and no_route.json()["error"] == {
+        "kind": "not_found", "message": f"no route POST /v1/keys/{kid}/sign/more; the routes are listed at /docs",
+        "field": None}
     text = httpx.get(server.url + "/metrics").text
     assert 'pqforge_requests_total{operation="verify",status="200"}' in text
     assert 'pqforge_requests_total{operation="sign",status="401"}' in text

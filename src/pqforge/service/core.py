@@ -402,7 +402,10 @@ def error_response(service: Service, exc: Exception, method: str, path: str,
         return error_answer(422, "invalid", message, field)
     if isinstance(exc, StarletteHTTPException):
         kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
-        return error_answer(exc.status_code, kind, str(exc.detail))
+        message = {"not_found": f"no route {method} {path}; the routes are listed at /docs",
+                   "method_not_allowed": f"{path} does not take {method}; the routes are listed at /docs",
+                   }.get(kind, str(exc.detail))
+        return error_answer(exc.status_code, kind, message, headers=exc.headers)
     if isinstance(exc, ClientGone):
         count("client_gone").inc()
         return Response(status_code=499)

@@ -8,10 +8,12 @@ together at its end.
 
 The hot path skips ASGI. uvicorn spends about as much per request as a signature costs (a scope
 dict, a request-response cycle with its event, an ASGI message per step, a check per header), so
-the sign and verify requests that ``FastPath`` answers are handed to ``FastPath.respond`` by the
-protocol itself: their headers and body as the parser gives them, one task per request, the
-answer written at once. Pipelining, keep-alive, the graceful shutdown and the access log keep
-uvicorn's behaviour; a hang-up cancels the request's task, and with it its place in the batch.
+the sign and verify requests that ``FastPath`` answers are handled by the protocol itself, with
+their headers and body as the parser gives them. A single request whose token and key are in
+memory goes straight to its batch queue, the request object standing for its future (no task,
+no coroutine); every other one is a task running ``FastPath.respond``. The answer is written at
+once. Pipelining, keep-alive, the graceful shutdown and the access log keep uvicorn's behaviour;
+a hang-up takes the request out of its batch (its task is cancelled, or its queue drops it).
 Requests with ``Expect: 100-continue``, HTTP/1.0 or an escaped path, and every other route, take
 uvicorn's own way to the ASGI app.
 """
