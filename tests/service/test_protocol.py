@@ -283,8 +283,19 @@ def test_a_single_request_goes_to_the_batcher_as_its_own_future():
         assert second.done()                            # the batcher drops it
         first.set_result(b"c2ln")
         await asyncio.sleep(0)                          # the joined write leaves at the end of the pass
-        return answered.transport._transport.data
 
-    written = asyncio.run(scenario())
+        slow = ServiceProtocol(config, ServerState(), {}, loop)     # a client that reads slowly
+        slow.connection_made(_Transport())
+        slow.data_received(request)
+        slow.pause_writing()
+        submitted[-1][2].set_result(b"c2xvdw==")
+        await asyncio.sleep(0.01)
+        assert slow.transport._transport.data == b""     # held until the transport drains
+        slow.resume_writing()
+        await asyncio.sleep(0.01)
+        return answered.transport._transport.data, slow.transport._transport.data
+
+    written, slowly = asyncio.run(scenario())
     assert written.startswith(b"HTTP/1.1 200 OK\r\n") and written.endswith(b'\r\n\r\n{"signature":"c2ln"}')
-    assert recorded == [("sign", 499), ("sign", 200)]
+    assert slowly.endswith(b'\r\n\r\n{"signature":"c2xvdw=="}')
+    assert recorded == [("sign", 499), ("sign", 200), ("sign", 200)]

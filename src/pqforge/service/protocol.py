@@ -240,7 +240,8 @@ if HttpToolsProtocol is not None:
                 return
             self.fast_path.service.metrics.record(cycle.operation, status, time.perf_counter() - cycle.begun)
             if self.flow.write_paused:    # the client reads slowly: wait, as uvicorn's own answers do
-                task = self.loop.create_task(self._write_drained(cycle, status, answer))
+                # (a hang-up cancels the task; the answer was counted already)
+                cycle.task = task = self.loop.create_task(self._write_drained(cycle, status, answer))
                 task.add_done_callback(self.tasks.discard)
                 self.tasks.add(task)
             else:
