@@ -25,6 +25,7 @@ import asyncio
 import base64
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -120,6 +121,8 @@ def main() -> int:
         serve_bare(int(args.serve[1])) if args.serve[0] == "bare" else serve_free(int(args.serve[1]), args.serve[2])
         return 0
 
+    if shutil.which("wrk") is None:
+        raise SystemExit("service_ceiling: needs wrk (apt-get install wrk)")
     p = algorithms.get("MAYO-2")
     sk = p.generate_private_key()
     messages = [os.urandom(32) for _ in range(256)]
