@@ -211,7 +211,9 @@ class Service:
         try:
             future = self.submit(queue_key, payload, run)
         except QueueFull as exc:
-            raise queue_full(queue_key[0], exc) from None
+            retry = max(1, round(exc.retry_after_s + 0.5))
+            raise ApiError(429, "queue_full", f"too many requests waiting for {queue_key[0]}; retry later",
+                           headers={"Retry-After": str(retry)}) from None
         if receive is None or self.settings.max_wait_ms < WATCH_HANGUP_FROM_MS:
             return await future
         # a client that hangs up cancels its future, and the batcher skips cancelled futures
@@ -333,12 +335,6 @@ def signature_answer(signature: bytes) -> bytes:
 
 def verdict_answer(valid: bool) -> bytes:
     return b'{"valid":true}' if valid else b'{"valid":false}'
-
-
-def queue_full(operation: str, exc: QueueFull) -> ApiError:
-    """The 429 of a request refused by a full batch queue."""
-    return ApiError(429, "queue_full", f"too many requests waiting for {operation}; retry later",
-                    headers={"Retry-After": str(max(1, round(exc.retry_after_s + 0.5)))})
 
 
 async def _disconnected(receive) -> None:

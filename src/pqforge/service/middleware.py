@@ -173,19 +173,16 @@ class FastPath:
         started = time.perf_counter()
         try:
             answer = await self._answer(operation, key_id, authorization, content_type, length, read_body, receive)
+            status = 200 if isinstance(answer, bytes) else answer.status_code
         except Exception as exc:
-            return self.error(exc, operation, key_id, started)
-        status = 200 if isinstance(answer, bytes) else answer.status_code
+            status, answer = self.error(exc, operation, key_id)
         self.service.metrics.record(operation, status, time.perf_counter() - started)
         return status, answer
 
-    def error(self, exc: BaseException, operation: str, key_id: str | None, started: float | None = None):
-        """(status, error Response) of a hot-path request that raised ``exc``; recorded in the
-        metrics when ``started`` (its perf_counter start) is given."""
+    def error(self, exc: BaseException, operation: str, key_id: str | None):
+        """(status, error Response) of a hot-path request that raised ``exc``."""
         path = f"/v1/keys/{key_id}/{operation}" if key_id is not None else f"/v1/{operation}"
         answer = error_response(self.service, exc, "POST", path)
-        if started is not None:
-            self.service.metrics.record(operation, answer.status_code, time.perf_counter() - started)
         return answer.status_code, answer
 
     def job_now(self, operation: str, key_id: str | None, authorization: str | None, content_type: str | None,
