@@ -36,19 +36,13 @@ from pathlib import Path
 import uvicorn
 
 from pqforge import algorithms
-from pqforge.bench.service import load_wrk
+from pqforge.bench.service import free_port, load_wrk
 from pqforge.service import tokens
 from pqforge.service.app import create_app
 from pqforge.service.config import Settings
 from pqforge.service.protocol import ServiceProtocol
 
 CONNECTIONS = 64
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _answer(p) -> bytes:
@@ -128,7 +122,7 @@ def main() -> int:
     messages = [os.urandom(32) for _ in range(256)]
     sk.sign_many(messages)
     with tempfile.TemporaryDirectory(prefix="pqforge-ceiling-") as tmp:
-        port, bare_port = _free_port(), _free_port()
+        port, bare_port = free_port(), free_port()
         free, made = _start("--serve", "free", str(port), tmp)
         bare, _ = _start("--serve", "bare", str(bare_port))
         try:

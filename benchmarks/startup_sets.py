@@ -26,7 +26,6 @@ import datetime as dt
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from pqforge.bench.service import free_port
 from tables import machine, quota_prefix  # (benchmarks/ is on the path of a script run from it)
 
 HERE = Path(__file__).resolve().parent
@@ -59,10 +59,8 @@ def variants(chosen: list[str], prebuilt: Path | None) -> list[tuple[str, str, d
 def cold_serve(kernel_set: str, extra_env: dict, limit_s: float = 900) -> dict:
     """Seconds from starting ``pqforge serve`` with an empty cache until ``/readyz`` is 200, and
     until it no longer reports ``compiling``."""
-    with tempfile.TemporaryDirectory() as tmp, socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-        probe.close()
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
         env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(tmp) / "cache"), "PQFORGE_KERNELS": kernel_set, **extra_env}
         start = time.monotonic()
         server = subprocess.Popen([sys.executable, "-m", "pqforge.cli", "serve", "--store",

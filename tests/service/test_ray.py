@@ -8,7 +8,6 @@ import asyncio
 import base64
 import os
 import re
-import socket
 import time
 
 import pytest
@@ -22,13 +21,7 @@ from pqforge.service import Settings, tokens  # noqa: E402
 from pqforge.service.store import open_store  # noqa: E402
 
 from .conftest import httpx  # noqa: E402
-from .test_postgres import Postgres  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from .test_postgres import Postgres, _free_port  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import os
 import re
 import resource
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -122,6 +123,13 @@ done = function(summary, latency, requests)
     e.status + e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
 end
 """
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on (at the moment of asking)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def _children_cpu_seconds() -> float:
