@@ -57,7 +57,7 @@ class Batcher:
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000.0
         self.max_queue = max_queue
-        self.observe = observe    # observe(operation, batch size, queue depth after the batch was taken)
+        self.observe = observe    # observe(operation, batch size, requests waiting in every queue)
         self._queues: dict[tuple, _Queue] = {}
         self._lock = threading.Lock()   # each queue's items and running flag, between the loop and the workers
         self._waiting = 0               # queues handed to the executor whose worker has not started
@@ -124,7 +124,7 @@ class Batcher:
         try:
             while batch:
                 if self.observe:
-                    self.observe(queue.key[0], len(batch), len(queue.items))
+                    self.observe(queue.key[0], len(batch), self.depth())
                 start = time.monotonic()
                 try:
                     outcome = queue.run([payload for payload, _ in batch])
