@@ -319,8 +319,9 @@ def comparison_table(run: dict) -> str:
                f"- Figures: the {'least' if meta['better'] == 'lower' else 'greatest'} over "
                f"{len(rounds)} rounds")
     if reference:
+        worse = "slower" if meta["key"] in UNITS else "worse"      # (a count of work, not a time or a rate)
         figures += (f" per side; ratio = figure / {text(reference)}, above 1 "
-                    f"{'slower' if meta['better'] == 'lower' else 'faster'} than it.")
+                    f"{worse if meta['better'] == 'lower' else 'faster'} than it.")
     else:
         figures += "." if not meta.get("reference") else \
             f"; the reference {text(meta['reference'])} has no rows in this run, so no ratios."

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pqforge.jit import prebuilt
-from pqforge.jit.target import cpu_features
+from pqforge.jit.target import architecture, cpu_features
 
 from . import background
 
@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _fitting_profile() -> str | None:
-    """The profile whose code and choices fit this process, if any (none on aarch64)."""
+    """The profile whose code and choices fit this process, if any."""
     host = cpu_features()
-    for name, (_, features) in prebuilt.PROFILES.items():
-        if set(features) <= host and prebuilt.choices(prebuilt.host_choices()["kernels"], features) == prebuilt.host_choices():
+    for name, (arch, _, features) in prebuilt.PROFILES.items():
+        if arch == architecture() and set(features) <= host and prebuilt.choices(prebuilt.host_choices()["kernels"], features) == prebuilt.host_choices():
             return name
     return None
 
@@ -72,7 +72,7 @@ def _first_use(cache: Path, bundles: Path) -> subprocess.CompletedProcess:
 
 def _bundle() -> Path:
     if JOB is None:
-        pytest.skip("no profile fits this CPU (bundles are built for x86-64 levels)")
+        pytest.skip("no profile fits this CPU")
     run = JOB.result()
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert JOB.dir is not None
@@ -139,6 +139,17 @@ def test_a_bundle_names_why_it_does_not_fit():
     assert "lacks no-such-feature" in prebuilt.mismatch({**meta, "features": ["no-such-feature"]})
     other = {**prebuilt.host_choices(), "vector_registers": 8}
     assert prebuilt.mismatch({**meta, "choices": other}).startswith("built for {")
+    elsewhere = "x86_64" if architecture() == "aarch64" else "aarch64"
+    assert prebuilt.mismatch({**meta, "architecture": elsewhere}) == f"built for {elsewhere}, not {architecture()}"
+
+
+def test_every_profile_is_built_on_its_own_architecture_only(tmp_path):
+    """A profile of the other architecture is named and skipped, not built; its bundle would fit
+    no CPU here."""
+    other = next(name for name, (arch, _, _) in prebuilt.PROFILES.items() if arch != architecture())
+    said = []
+    assert prebuilt.build(tmp_path, ["MAYO-2"], [other], say=said.append) == []
+    assert said == [f"skipped {other}: built on {prebuilt.PROFILES[other][0]} only, this machine is {architecture()}"]
 
 
 def test_the_reason_named_is_that_of_the_bundle_closest_to_fitting(tmp_path, monkeypatch):
@@ -167,7 +178,7 @@ def test_files_that_are_not_bundles_are_ignored(tmp_path, monkeypatch):
 
 
 def test_precompile_prebuilt_names_an_unknown_profile_or_set(tmp_path):
-    for option, value in (("--profile", "x86-64-v9"), ("--kernels", "neon")):
+    for option, value in (("--profile", "x86-64-v9"), ("--kernels", "sve")):
         run = subprocess.run([sys.executable, "-m", "pqforge", "precompile", "--prebuilt", str(tmp_path),
                               "--alg", "MAYO-2", option, value], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert run.returncode == 2 and value in run.stderr and "expected one of" in run.stderr, run.stderr

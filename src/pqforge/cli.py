@@ -439,8 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("precompile", help="compile and cache all kernels now (first use is otherwise slow)")
     s.add_argument("--alg", action="append", type=algorithm_name, help="algorithm (repeatable; default: all)")
     s.add_argument("--prebuilt", metavar="DIR",
-                   help="instead, build machine code ahead of time for other machines: one bundle per x86-64 "
-                        "profile this CPU runs and kernel set, into DIR (a release puts them in the package's "
+                   help="instead, build machine code ahead of time for other machines: one bundle per "
+                        "profile this CPU runs (x86-64 or aarch64 levels) and kernel set, into DIR (a release puts them in the package's "
                         "prebuilt directory)")
     s.add_argument("--profile", action="append", help="with --prebuilt: only this profile (repeatable)")
     s.add_argument("--kernels", action="append", help="with --prebuilt: only this MAYO kernel set (repeatable)")

@@ -1,5 +1,5 @@
-"""The encoded kernels (products on the byte encoding, GFNI and AVX2 sets) against a GF(16)
-reference, their Python twins, the official vectors on every kernel set, and the choice of set."""
+"""The encoded kernels (products on the byte encoding: the gfni, avx2 and neon sets) against a
+GF(16) reference, their Python twins, the official vectors on every kernel set, and the choice of set."""
 
 import os
 import subprocess
@@ -10,6 +10,7 @@ import pytest
 
 from pqforge import kat
 from pqforge.gf16 import encode_nibbles, gfni, sets, shuffle
+from pqforge.jit.target import architecture
 from pqforge.mayo import ALGORITHMS
 from pqforge.mayo.kernels import encoded as gn
 
@@ -20,7 +21,7 @@ from .test_kernels import MUL
 
 RNG = np.random.default_rng(16)
 HAS_GFNI = "gfni" in sets.runnable()
-ENCODED = ("gfni", "avx2")
+ENCODED = tuple(name for name in sets.NAMES if name != "portable")
 """The encoded sets: their Python twins run anywhere, their compiled kernels where the CPU runs them."""
 
 
@@ -166,7 +167,7 @@ def test_the_environment_chooses_the_kernel_set():
         assert _set_in_subprocess(name.upper()).stdout.strip() == name
     typo = _set_in_subprocess("portabel")
     assert typo.returncode != 0
-    assert "PQFORGE_KERNELS='portabel' names no kernel set; expected one of auto, gfni, avx2, portable" in typo.stderr
+    assert "PQFORGE_KERNELS='portabel' names no kernel set; expected one of auto, gfni, avx2, neon, portable" in typo.stderr
 
 
 def test_the_command_line_blames_the_environment_not_the_argument():
@@ -186,8 +187,21 @@ def test_a_set_the_cpu_cannot_run_is_a_clear_error():
     assert "PQFORGE_KERNELS=gfni: this CPU lacks avx, gfni; it runs avx2, portable" in refused.stderr
 
 
+@pytest.mark.skipif(architecture() != "x86_64", reason="x86-64 CPU names")
 def test_a_cpu_target_without_avx2_gets_the_portable_kernels():
     assert _set_in_subprocess(None, NUMBA_CPU_NAME="generic").stdout.strip() == "portable"
+
+
+def test_each_architecture_runs_its_own_sets_only():
+    """neon on aarch64, gfni and avx2 on x86-64: a set of the other architecture is refused by name."""
+    other = "gfni" if architecture() == "aarch64" else "neon"
+    refused = _set_in_subprocess(other)
+    assert refused.returncode != 0
+    assert f"PQFORGE_KERNELS={other}: this CPU lacks" in refused.stderr, refused.stderr
+    if architecture() == "aarch64":
+        assert sets.runnable() == ("neon", "portable")
+    else:
+        assert "neon" not in sets.runnable()
 
 
 @pytest.mark.parametrize("m, v, o, k", [(64, 9, 5, 3), (78, 7, 4, 2)])

@@ -53,7 +53,13 @@ def machine() -> dict:
 
 
 def cpu_name() -> str:
-    """The processor's model name."""
+    """The processor's model name (on aarch64, where /proc/cpuinfo has none, the CPU that numba
+    compiles for, as LLVM names it; under qemu-user that file is the host's)."""
+    if platform.machine() in ("aarch64", "arm64"):
+        import llvmlite.binding as llvm
+        import numba
+        named = numba.config.CPU_NAME
+        return f"aarch64 {named if named and named != 'host' else llvm.get_host_cpu_name()}"
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:

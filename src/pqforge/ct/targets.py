@@ -263,7 +263,7 @@ def _mayo_kernel_targets():
     ]
 
 
-# -- MAYO kernels on the byte encoding (the GFNI and AVX2 kernel sets) ---------------------------
+# -- MAYO kernels on the byte encoding (the gfni, avx2 and neon kernel sets) --------------------
 
 def _mayo_encoded_targets():
     """For each encoded kernel set this CPU runs (their compiled kernels exist nowhere else)."""
@@ -301,7 +301,8 @@ def _mayo_encoded_targets():
                     np.array(p.f_tail, np.int64), (0,) * p.limbs, forms, np.zeros(p.k * p.o, np.uint8), units())
 
         form_of = {"gfni": ("scalar-matrices", "the GFNI bit matrices", gfni.scalar_matrices),
-                   "avx2": ("pair-tables", "the entangled shuffle tables", shuffle.pair_tables)}[name]
+                   "avx2": ("pair-tables", "the entangled shuffle tables", shuffle.pair_tables),
+                   "neon": ("pair-tables", "the entangled shuffle tables", shuffle.pair_tables)}[name]
         found += [
             Target(f"mayo-{name}-sign-attempt", f"one whole signing attempt from P1 || L on the encoding, {name} set "
                    "(all inputs secret)", _k(gn, "sign_attempt"), attempt, secret_args=("V", "r", "slots", "t"),

@@ -1,8 +1,15 @@
 """LLVM IR for 32-byte blocks of 1-D arrays, shared by the intrinsics of the encoded kernel sets
-(``gfni`` and ``shuffle``): array data, indices, unaligned block loads, broadcasts."""
+(``gfni`` and ``shuffle``): array data, indices, unaligned block loads, broadcasts, and the
+16-byte table look-up of each architecture.
+
+A block is 32 bytes on every CPU: one AVX2 register on x86-64, two NEON registers on aarch64,
+where LLVM splits every 256-bit operation into two 128-bit ones. Only the table look-up is an
+architecture's own instruction (``Codegen.look_up``)."""
 
 from llvmlite import ir
 from numba.core import cgutils, types
+
+from ..jit.target import architecture
 
 
 def arrays_ok(*arrays) -> bool:
@@ -32,6 +39,23 @@ class Codegen:
         value = self.builder.load(ptr)
         value.align = 1
         return value
+
+    def look_up(self, table, indices):
+        """Each byte of ``indices`` (octets, every one below 16) replaced by that entry of
+        ``table`` (octets: 16 entries, twice): AVX2's ``vpshufb`` on x86-64, two NEON ``tbl``
+        on aarch64, which both take the table's first half (LLVM then loads only those 16
+        bytes). Both index a register, never memory, in a time that does not depend on the
+        operands."""
+        b, octets = self.builder, self.octets
+        if architecture() == "aarch64":
+            half = ir.VectorType(ir.IntType(8), 16)
+            tbl = b.module.declare_intrinsic("llvm.aarch64.neon.tbl1.v16i8", fnty=ir.FunctionType(half, [half, half]))
+            lanes = [ir.Constant(ir.VectorType(ir.IntType(32), 16), list(range(16 * h, 16 * h + 16))) for h in (0, 1)]
+            entries = b.shuffle_vector(table, table, lanes[0])
+            halves = [b.call(tbl, [entries, b.shuffle_vector(indices, indices, at)]) for at in lanes]
+            return b.shuffle_vector(halves[0], halves[1], ir.Constant(ir.VectorType(ir.IntType(32), 32), list(range(32))))
+        shuffle = b.module.declare_intrinsic("llvm.x86.avx2.pshuf.b", fnty=ir.FunctionType(octets, [octets, octets]))
+        return b.call(shuffle, [table, indices])
 
     def broadcast(self, word):
         """A 64-bit word in every lane."""

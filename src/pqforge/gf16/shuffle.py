@@ -1,9 +1,10 @@
-"""GF(16) products with AVX2 byte shuffles, on the nibble encoding, for CPUs without GFNI.
+"""GF(16) products with byte shuffles, on the nibble encoding: the avx2 set (x86-64 without
+GFNI) and the neon set (aarch64).
 
 The product c * a of a fixed scalar c with every element a of a byte string is a lookup of each
-nibble in c's 16-entry table, and ``vpshufb`` looks up 32 bytes at once in a table held in a
-register. A byte holds two elements, so one product would take two shuffles (low and high
-nibbles). Here a table serves two scalars a and b at once, *entangled*: entry x holds a x in its
+nibble in c's 16-entry table, and AVX2's ``vpshufb`` looks up 32 bytes at once in a table held
+in a register, NEON's ``tbl`` 16 (``blocks.Codegen.look_up``; a 32-byte block is two of them).
+A byte holds two elements, so one product would take two shuffles (low and high nibbles). Here a table serves two scalars a and b at once, *entangled*: entry x holds a x in its
 low nibble and b x in its high one. Shuffling a vector's low nibbles through it gives a and b
 times them; the high nibbles likewise; the four half-products are sorted into a v and b v once
 at the end of a sum (``flush_pairs``). So a product costs one shuffle, and a vector is split into
@@ -123,7 +124,8 @@ def flush_pairs(dst, d, dcol, tmp, cols, limbs):
 
 _PAIRS_AT_ONCE = {1: 6, 2: 2}
 """Pairs of B's columns whose sums one pass over the terms keeps in registers, by blocks a slot
-(2 sums a pair and block, beside the split source blocks, in AVX2's 16 registers); 1 beyond."""
+(2 sums a pair and block, beside the split source blocks, in AVX2's 16 registers, or NEON's 32
+of half the width); 1 beyond."""
 
 
 @intrinsic
@@ -147,7 +149,6 @@ def _accumulate_pairs(typingctx, tmp, src, s, step, shrink, count, tables, j0, p
         kinds = signature.args
         i64 = ir.IntType(64)
         octets = g.octets
-        shuffle = builder.module.declare_intrinsic("llvm.x86.avx2.pshuf.b", fnty=ir.FunctionType(octets, [octets, octets]))
         nibble = ir.Constant(octets, [15] * 32)
         four = ir.Constant(octets, [4] * 32)
         tmp_data, src_data = g.data(kinds[0], args[0]), g.data(kinds[1], args[1])
@@ -168,7 +169,7 @@ def _accumulate_pairs(typingctx, tmp, src, s, step, shrink, count, tables, j0, p
                     for half in range(2):
                         for b in range(blocks):
                             acc = sums[(2 * i + half) * blocks + b]
-                            builder.store(builder.xor(builder.load(acc), builder.call(shuffle, [table, halves[half][b]])),
+                            builder.store(builder.xor(builder.load(acc), g.look_up(table, halves[half][b])),
                                           acc)
             g.sums_over_terms(tmp_data, starts, octets, count_, term)
 

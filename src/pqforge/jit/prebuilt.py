@@ -5,7 +5,8 @@ A first use compiles 25-45 s of CPU (MAYO-2's keygen, sign and verify); on a slo
 is most of a minute. Compiled code does not depend on the machine that compiled it, only on the
 instructions it may use and on what pqforge chose from the CPU's features when it compiled:
 
-- the LLVM target: a *profile* names an x86-64 level and extensions (``PROFILES``); its code runs
+- the LLVM target: a *profile* names an architecture, a level and extensions (``PROFILES``:
+  x86-64 levels, and Armv8-A / Armv8.2-A on aarch64); its code runs
   on every CPU that has those features, about as fast as code compiled for that CPU itself
   (on the Zen 5 no MAYO-2 or Classic McEliece operation more than 5% slower;
   ``benchmarks/prebuilt_speed.py``);
@@ -61,15 +62,23 @@ _ICELAKE = ("avx512vbmi", "avx512vbmi2", "avx512vnni", "avx512bitalg", "avx512vp
 """AVX-512 extensions that every CPU with AVX-512 and GFNI has (Ice Lake and later, Zen 4 and later):
 without them, Classic McEliece's decapsulation ran about 10% slower than the host's own compile."""
 
-PROFILES: dict[str, tuple[str, tuple[str, ...]]] = {
-    # name: (LLVM CPU, features). Each stands for CPUs whose choices (``choices``) it makes.
-    "x86-64-v4-gfni": ("x86-64-v4", _V4 + _ICELAKE + ("aes", "pclmul", "vaes", "vpclmulqdq", "gfni")),  # Ice Lake and later, Zen 4 and later
-    "x86-64-v4-aes": ("x86-64-v4", _V4 + ("aes", "pclmul")),                                 # Skylake-SP, Cascade Lake
-    "x86-64-v3-gfni": ("x86-64-v3", _V3 + ("aes", "pclmul", "vaes", "vpclmulqdq", "gfni")),  # Alder Lake and later
-    "x86-64-v3-vaes": ("x86-64-v3", _V3 + ("aes", "pclmul", "vaes", "vpclmulqdq")),          # Zen 3
-    "x86-64-v3-aes": ("x86-64-v3", _V3 + ("aes", "pclmul")),                                 # Haswell to Comet Lake, Zen 1 and 2
+_ARMV8 = ("neon", "fp-armv8")
+_ARMV8_2 = _ARMV8 + ("aes", "sha2", "crc", "lse", "rdm", "rcpc", "dotprod", "fullfp16")
+"""Armv8.2-A with the cryptographic extension, as Neoverse N1 has it (and every later Neoverse,
+Apple M1 and later)."""
+
+PROFILES: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    # name: (architecture, LLVM CPU, features). Each stands for CPUs whose choices (``choices``) it makes.
+    "x86-64-v4-gfni": ("x86_64", "x86-64-v4", _V4 + _ICELAKE + ("aes", "pclmul", "vaes", "vpclmulqdq", "gfni")),  # Ice Lake and later, Zen 4 and later
+    "x86-64-v4-aes": ("x86_64", "x86-64-v4", _V4 + ("aes", "pclmul")),                                 # Skylake-SP, Cascade Lake
+    "x86-64-v3-gfni": ("x86_64", "x86-64-v3", _V3 + ("aes", "pclmul", "vaes", "vpclmulqdq", "gfni")),  # Alder Lake and later
+    "x86-64-v3-vaes": ("x86_64", "x86-64-v3", _V3 + ("aes", "pclmul", "vaes", "vpclmulqdq")),          # Zen 3
+    "x86-64-v3-aes": ("x86_64", "x86-64-v3", _V3 + ("aes", "pclmul")),                                 # Haswell to Comet Lake, Zen 1 and 2
+    "armv8.2-a-n1": ("aarch64", "neoverse-n1", _ARMV8_2),         # Graviton 2 and later, Ampere Altra, Neoverse N1/V1/N2, Apple M1 and later
+    "armv8-a-aes": ("aarch64", "generic", _ARMV8 + ("aes", "sha2")),   # Cortex-A53/A72 with the crypto extension (Graviton 1)
+    "armv8-a": ("aarch64", "generic", _ARMV8),                    # without it (Raspberry Pi 4): AES from OpenSSL
 }
-"""The targets bundles are built for. Data, so that a level (or an aarch64 profile) is one line."""
+"""The targets bundles are built for. Data, so that a level is one line."""
 
 
 def choices(kernel_set: str, features: Iterable[str]) -> dict[str, Any]:
@@ -124,7 +133,7 @@ def export(cache_dir: Path, bundle: Path, meta: dict[str, Any]) -> int:
     (a ``NUMBA_CACHE_DIR`` of its own) to ``bundle``; the number of entries."""
     import numba
     from numba.core.caching import UserProvidedCacheLocator
-    cpu = PROFILES[meta["profile"]][0]
+    cpu = PROFILES[meta["profile"]][1]
     source_dirs = {}        # numba's subdirectory name in a NUMBA_CACHE_DIR -> package directory
     for directory in [PACKAGE_DIR, *(p for p in PACKAGE_DIR.rglob("*") if p.is_dir())]:
         for spelling in {str(directory), os.path.abspath(directory)}:
@@ -160,7 +169,7 @@ def build(directory: Path, algorithms: list[str], profiles: Iterable[str] | None
     Only profiles this CPU runs (each build runs the kernels once), and only their sets."""
     from ..errors import KernelSetUnavailable
     from ..gf16.sets import NAMES, needs
-    from .target import cpu_features
+    from .target import architecture, cpu_features
     host = cpu_features()
     wanted_sets = list(kernel_sets or NAMES)
     directory.mkdir(parents=True, exist_ok=True)
@@ -170,7 +179,11 @@ def build(directory: Path, algorithms: list[str], profiles: Iterable[str] | None
         if unknown:
             raise KernelSetUnavailable(f"unknown {kind} {', '.join(unknown)}; expected one of {', '.join(known)}")
     for profile in profiles or PROFILES:
-        cpu, features = PROFILES[profile]
+        arch, cpu, features = PROFILES[profile]
+        if arch != architecture():
+            if profiles:
+                say(f"skipped {profile}: built on {arch} only, this machine is {architecture()}")
+            continue
         if not set(features) <= host:
             say(f"skipped {profile}: this CPU lacks {', '.join(sorted(set(features) - host))}")
             continue
@@ -186,7 +199,7 @@ def build(directory: Path, algorithms: list[str], profiles: Iterable[str] | None
                                env=env, check=True, stdout=subprocess.DEVNULL)
                 if _digest_now() != sources:
                     raise RuntimeError("pqforge's sources changed during the build; build again")
-                meta = {**_versions(), "sources": sources, "profile": profile,
+                meta = {**_versions(), "sources": sources, "profile": profile, "architecture": arch,
                         "features": sorted(features), "choices": choices(kernel_set, features),
                         "algorithms": list(algorithms)}
                 bundle = directory / f"{profile}-{kernel_set}{SUFFIX}"
@@ -226,7 +239,10 @@ def mismatch(meta: dict[str, Any]) -> str | None:
 
 def _mismatch(meta: dict[str, Any]) -> tuple[int, str] | None:
     """(how far the bundle got through the checks, why it stopped), or None when it fits."""
-    from .target import cpu_features
+    from .target import architecture, cpu_features
+    arch = meta.get("architecture", "x86_64")
+    if arch != architecture():
+        return -1, f"built for {arch}, not {architecture()}"
     for name, value in _versions().items():
         if meta.get(name) != value:
             return 0, f"built for {name} {meta.get(name)}, not {value}"

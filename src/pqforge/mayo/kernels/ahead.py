@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
-from numba import types
+from numba import typeof, types
 
 from ...gf16 import sets
 from ...jit.cache import Operation
@@ -23,9 +23,11 @@ COMPILE_SECONDS = {
     "portable": {"keygen": 7, "secret-key expansion": 2, "sign": 8, "verify": 8, "verify (bit planes)": 8},
     "gfni": {"keygen": 4, "secret-key expansion": 1, "sign": 9, "verify": 5, "verify (bit planes)": 5},
     "avx2": {"keygen": 4, "secret-key expansion": 1, "sign": 9, "verify": 5, "verify (bit planes)": 5},
+    "neon": {"keygen": 4, "secret-key expansion": 1, "sign": 9, "verify": 5, "verify (bit planes)": 5},
 }
-"""Rough first-compile time of each path with each kernel set on a 2-core x86-64 machine, for the
-notice (a helper process compiles signing's and verification's kernels from the first notice on)."""
+"""Rough first-compile time of each path with each kernel set on a 2-core machine (neon: taken to
+be avx2's, whose code it is but for the shuffle; under qemu-user emulation compiles take 10-20x
+longer than any notice says), for the notice (a helper process compiles signing's and verification's kernels from the first notice on)."""
 
 
 # The kernels that signing and verification call from here, with the argument types of those
@@ -39,7 +41,7 @@ _int, _tail = types.int64, types.Array(types.int64, 1, "C")
 _bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
 _addresses = types.UniTuple(types.int64, 2)
 _LIMBS = (1, 2, 3)
-_FORMS = {"gfni": _u64[1], "avx2": _u64[2]}      # the type of ``sets.FORMS``
+_FORMS = {name: typeof(sets.forms_of(name)) for name in sets.NAMES if name != "portable"}   # of ``sets.FORMS``
 SIGN_ATTEMPT = {
     **{name: tuple(Ahead(encoded.sign_attempt, (_u8[2], _u8[1], _u64[1], _int, _u8[1], _tail,
                                                 types.UniTuple(_int, limbs), forms, _u8[1], _addresses))
