@@ -4,7 +4,8 @@ Emulated time misleads (qemu runs NEON instructions through slow helpers and sca
 quickly), so this counts the aarch64 instructions an operation executes, with a qemu TCG
 plugin that prints "insns: N" at exit (an instruction counter of a few lines against qemu's
 plugin API). Per parameter set and kernel set: a first process runs the set-up and each
-operation once (kernels loaded, caches warm); for each operation, another process does the same
+operation once, compiling whatever the cache lacks; a second does the same (kernels loaded,
+caches warm); for each operation, another process does the same
 and then the operation K more times; the difference over K is one operation. Start-up, imports
 and loading kernels cancel.
 
@@ -41,7 +42,13 @@ OPS = {"mayo": ("keygen", "sign", "verify"), "mceliece": ("encaps", "decaps")}
 
 def guest(alg: str, op: str, runs: int) -> None:
     """In the guest: set up ``alg``'s operations, run each once, then ``op`` ``runs`` times
-    (``op`` "none": no more)."""
+    (``op`` "none": no more). The system randomness is replaced by a fixed stream, so that every
+    process draws the same keys, messages and salts and its set-up costs the same: signing and
+    McEliece's key generation retry at random, which would not cancel."""
+    import hashlib
+    import itertools
+    draws = itertools.count()
+    os.urandom = lambda n: hashlib.shake_256(b"draw %d" % next(draws)).digest(n)
     from pqforge import algorithms
     ops = algorithms.get(alg).benchmark_ops()
     for warm in ops.values():
@@ -53,10 +60,13 @@ def guest(alg: str, op: str, runs: int) -> None:
 def count(args, alg: str, op: str, runs: int, kernels: str | None) -> int:
     """Guest instructions of one process that runs ``op`` ``runs`` times after the warm-up."""
     root = Path(args.root)
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", **args.guest_env}
+    # What would differ from one process to the next: string hashes, OpenBLAS's threads spinning
+    # (a TCG plugin's inline count races between threads), and addresses (setarch -R).
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", **args.guest_env}
     if kernels:
         env["PQFORGE_KERNELS"] = kernels
-    command = [args.qemu, "-L", str(root), "-plugin", args.plugin, str(root / "usr/bin/python3"),
+    command = ["setarch", "-R", args.qemu, "-L", str(root), "-plugin", args.plugin, str(root / "usr/bin/python3"),
                "/opt/pqforge/benchmarks/arm64_insns.py", "--guest", alg, op, str(runs)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=str(root / "opt/pqforge"), timeout=3600)
     found = re.findall(r"insns: (\d+)", done.stdout + done.stderr)
@@ -92,6 +102,7 @@ def main() -> int:
     for alg in algs:
         scheme = _scheme(alg)
         for kernels in (args.sets.split(",") if scheme == "mayo" else [None]):
+            count(args, alg, "none", 0, kernels)       # compiles what the cache lacks, which would not cancel
             base = count(args, alg, "none", 0, kernels)
             figures = {op: round((count(args, alg, op, args.k, kernels) - base) / args.k) for op in OPS[scheme]}
             rows[scheme].append({"round": 1, "alg": alg, "impl": f"pqforge {kernels}" if kernels else "pqforge",

@@ -62,4 +62,6 @@ def test_width_follows_the_kernel_set_and_the_cpu():
     assert sets.aes_width("avx2", {"aes", "avx", "avx2"}) == 1
     assert sets.aes_width("avx2", {"aes", "vaes", "avx", "avx2"}) == 2
     assert sets.aes_width("gfni", everything) == 4
+    assert sets.aes_width("neon", {"neon", "aes"}) == 1         # the ARMv8 instructions, a block each
+    assert sets.aes_width("neon", {"neon"}) == 0                # a Cortex-A72 without them: OpenSSL
     assert sets.AES_WIDTH in _runnable_widths() + [0]

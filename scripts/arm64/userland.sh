@@ -36,17 +36,18 @@ if [ ! -x "$ROOT/usr/bin/python3" ]; then
     || { say "debootstrap failed; its log: ${ROOT%/}.debootstrap.log"; tail -5 "${ROOT%/}.debootstrap.log" >&2; exit 1; }
 fi
 
-# The wheels: the versions of this machine's environment, so that both sides run the same numba.
+# The wheels: the versions of pqforge's environment here (PYTHON, else python3: run this inside
+# it), so that both sides run the same numba.
 PY=${PYTHON:-python3}
 pins=$("$PY" - <<'EOF'
+import sys
 from importlib.metadata import version, PackageNotFoundError
-out = []
-for name in ("numpy", "numba", "llvmlite", "cryptography", "platformdirs", "tqdm", "pytest"):
-    try:
-        out.append(f"{name}=={version(name)}")
-    except PackageNotFoundError:
-        out.append(name)
-print(" ".join(out))
+try:
+    print(" ".join(f"{name}=={version(name)}" for name in
+                   ("numpy", "numba", "llvmlite", "cryptography", "platformdirs", "tqdm", "pytest")))
+except PackageNotFoundError as missing:
+    sys.exit(f"arm64 userland: {missing.name} is not installed for {sys.executable}: run this inside "
+             "pqforge's development environment (README), or name its python in PYTHON")
 EOF
 )
 guest_python=$(chroot "$ROOT" python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
