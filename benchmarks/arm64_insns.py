@@ -4,8 +4,9 @@ Emulated time misleads (qemu runs NEON instructions through slow helpers and sca
 quickly), so this counts the aarch64 instructions an operation executes, with a qemu TCG
 plugin that prints "insns: N" at exit (an instruction counter of a few lines against qemu's
 plugin API). Per parameter set and kernel set: a first process runs the set-up and each
-operation once, compiling whatever the cache lacks; a second does the same (kernels loaded,
-caches warm); for each operation, another process does the same
+operation once in the userland, compiling whatever the cache lacks (not counted); a second does
+the same under the plugin (kernels loaded, caches warm); for each operation, another process
+does the same
 and then the operation K more times; the difference over K is one operation. Start-up, imports
 and loading kernels cancel.
 
@@ -13,9 +14,8 @@ and loading kernels cancel.
         [--qemu /usr/bin/qemu-aarch64] [--alg MAYO-2 ...] [--sets neon,portable] [--k 20] \\
         [--peers counts.json] [--out FILE]
 
-Runs on the x86-64 host, as root, with the arm64 userland of scripts/arm64/userland.sh; the
-kernels must be in the userland's cache (run scripts/arm64/check.sh, or the operations once
-through scripts/arm64/run.sh, first). Writes a results file per scheme for benchmarks/tables.py
+Runs on the x86-64 host, as root, with the arm64 userland of scripts/arm64/userland.sh and the
+dynamic qemu-aarch64 (Debian's qemu-user: the static one loads no plugins). Writes a results file per scheme for benchmarks/tables.py
 (``arm64-insns-SCHEME-MACHINE-DATE.jsonl``). ``--peers`` adds figures of C implementations counted
 the same way (a JSON file: {"impl name": {"build": "...", "ops": {"MAYO-2": {"keygen": N}}}}),
 built outside the repository.
@@ -57,17 +57,31 @@ def guest(alg: str, op: str, runs: int) -> None:
         ops[op]()
 
 
-def count(args, alg: str, op: str, runs: int, kernels: str | None) -> int:
-    """Guest instructions of one process that runs ``op`` ``runs`` times after the warm-up."""
-    root = Path(args.root)
+def _guest_command(args, alg: str, op: str, runs: int, kernels: str | None) -> tuple[list[str], dict[str, str]]:
     # What would differ from one process to the next: string hashes, OpenBLAS's threads spinning
     # (a TCG plugin's inline count races between threads), and addresses (setarch -R).
     env = {"PATH": "/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
            "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", **args.guest_env}
     if kernels:
         env["PQFORGE_KERNELS"] = kernels
-    command = ["setarch", "-R", args.qemu, "-L", str(root), "-plugin", args.plugin, str(root / "usr/bin/python3"),
-               "/opt/pqforge/benchmarks/arm64_insns.py", "--guest", alg, op, str(runs)]
+    return ["/opt/pqforge/benchmarks/arm64_insns.py", "--guest", alg, op, str(runs)], env
+
+
+def warm(args, alg: str, kernels: str | None) -> None:
+    """Run the set-up and each operation once in the userland (chroot, not counted), compiling
+    what the cache lacks: under ``qemu-aarch64 -L`` the guest cannot create files in it."""
+    script, env = _guest_command(args, alg, "none", 0, kernels)
+    done = subprocess.run(["chroot", args.root, "env", "-i", *(f"{k}={v}" for k, v in env.items()), "python3", *script],
+                          capture_output=True, text=True, timeout=7200)
+    if done.returncode != 0:
+        raise RuntimeError(f"{alg} ({kernels}): exit {done.returncode}\n{(done.stdout + done.stderr)[-2000:]}")
+
+
+def count(args, alg: str, op: str, runs: int, kernels: str | None) -> int:
+    """Guest instructions of one process that runs ``op`` ``runs`` times after the warm-up."""
+    root = Path(args.root)
+    script, env = _guest_command(args, alg, op, runs, kernels)
+    command = ["setarch", "-R", args.qemu, "-L", str(root), "-plugin", args.plugin, str(root / "usr/bin/python3"), *script]
     done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=str(root / "opt/pqforge"), timeout=3600)
     found = re.findall(r"insns: (\d+)", done.stdout + done.stderr)
     if done.returncode != 0 or not found:
@@ -102,7 +116,7 @@ def main() -> int:
     for alg in algs:
         scheme = _scheme(alg)
         for kernels in (args.sets.split(",") if scheme == "mayo" else [None]):
-            count(args, alg, "none", 0, kernels)       # compiles what the cache lacks, which would not cancel
+            warm(args, alg, kernels)
             base = count(args, alg, "none", 0, kernels)
             figures = {op: round((count(args, alg, op, args.k, kernels) - base) / args.k) for op in OPS[scheme]}
             rows[scheme].append({"round": 1, "alg": alg, "impl": f"pqforge {kernels}" if kernels else "pqforge",
@@ -128,8 +142,8 @@ def main() -> int:
                            f"the difference over {args.k}. pqforge compiled by numba for NUMBA_CPU_NAME="
                            f"{args.guest_env['NUMBA_CPU_NAME']} ({args.guest_env['NUMBA_CPU_FEATURES']}); functional API "
                            f"from compact keys (MAYO keygen: a compact key pair; sign and verify include the expansion)"),
-                **({"reference": next(iter(theirs))} if theirs else {}),
-                **{f"{impl} build": peers[impl].get("build", "") for impl in theirs}}
+                **({"reference": next(iter(theirs)), "reference_build": peers[next(iter(theirs))].get("build", "")}
+                   if theirs else {})}
         out = Path(args.out.replace("SCHEME", scheme)) if args.out else \
             HERE / "results" / f"arm64-insns-{scheme}-{_short(host)}-{today}.jsonl"
         with open(out, "w") as f:

@@ -308,7 +308,8 @@ def comparison_table(run: dict) -> str:
                 if value is None:
                     cells.append("—")
                 elif ref:
-                    cells.append(f"{number(value)} ({value / ref:.2f}x)")
+                    ratio = value / ref      # (two significant digits below a tenth)
+                    cells.append(f"{number(value)} ({ratio:.2f}x)" if ratio >= 0.1 else f"{number(value)} ({ratio:.2g}x)")
                 else:
                     cells.append(number(value))
             lines.append("| " + " | ".join(cells) + " |")

@@ -44,7 +44,7 @@ def run(algs, min_seconds: float = 0.3, progress=None) -> list[dict]:
 
 
 def machine() -> dict:
-    """The machine, and which GF(16) kernel set ran on it ("gfni", "avx2" or "portable")."""
+    """The machine, and which GF(16) kernel set ran on it ("gfni", "avx2", "neon" or "portable")."""
     import os
     from ..gf16 import sets
     return {"date": date.today().isoformat(), "machine": platform.machine(),

@@ -240,7 +240,7 @@ def mismatch(meta: dict[str, Any]) -> str | None:
 def _mismatch(meta: dict[str, Any]) -> tuple[int, str] | None:
     """(how far the bundle got through the checks, why it stopped), or None when it fits."""
     from .target import architecture, cpu_features
-    arch = meta.get("architecture", "x86_64")
+    arch = meta.get("architecture", "x86_64")       # (bundles from before aarch64 profiles are x86-64's)
     if arch != architecture():
         return -1, f"built for {arch}, not {architecture()}"
     for name, value in _versions().items():
