@@ -133,10 +133,12 @@ def test_a_bundle_names_why_it_does_not_fit():
     import llvmlite
     import numba
     meta = {"numba": numba.__version__, "llvmlite": llvmlite.__version__, "python": sys.implementation.cache_tag,
-            "sources": prebuilt.sources_digest(), "architecture": architecture(), "features": [],
+            "platform": sys.platform, "sources": prebuilt.sources_digest(), "architecture": architecture(), "features": [],
             "choices": prebuilt.host_choices()}
     assert prebuilt.mismatch(meta) is None
     assert prebuilt.mismatch({**meta, "numba": "0.1"}) == f"built for numba 0.1, not {numba.__version__}"
+    other_os = "darwin" if sys.platform != "darwin" else "linux"      # object files of another format
+    assert prebuilt.mismatch({**meta, "platform": other_os}) == f"built for platform {other_os}, not {sys.platform}"
     assert "lacks no-such-feature" in prebuilt.mismatch({**meta, "features": ["no-such-feature"]})
     other = {**prebuilt.host_choices(), "vector_registers": 8}
     assert prebuilt.mismatch({**meta, "choices": other}).startswith("built for {")
@@ -157,7 +159,8 @@ def test_the_reason_named_is_that_of_the_bundle_closest_to_fitting(tmp_path, mon
     import llvmlite
     import numba
     meta = {"numba": numba.__version__, "llvmlite": llvmlite.__version__, "python": sys.implementation.cache_tag,
-            "sources": prebuilt.sources_digest(), "architecture": architecture(), "features": ["no-such-feature"],
+            "platform": sys.platform, "sources": prebuilt.sources_digest(), "architecture": architecture(),
+            "features": ["no-such-feature"],
             "choices": prebuilt.host_choices()}
     for name, header in (("old-numba", {**meta, "numba": "0.1"}), ("new-cpu", meta)):
         (tmp_path / (name + prebuilt.SUFFIX)).write_bytes(prebuilt.MAGIC + pickle.dumps(header, protocol=4))

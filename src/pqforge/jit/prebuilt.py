@@ -65,7 +65,7 @@ without them, Classic McEliece's decapsulation ran about 10% slower than the hos
 _ARMV8 = ("neon", "fp-armv8")
 _ARMV8_2 = _ARMV8 + ("aes", "sha2", "crc", "lse", "rdm", "rcpc", "dotprod", "fullfp16")
 """Armv8.2-A with the cryptographic extension, as Neoverse N1 has it (and every later Neoverse,
-Apple M1 and later)."""
+and Apple M1 and later)."""
 
 PROFILES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     # name: (architecture, LLVM CPU, features). Each stands for CPUs whose choices (``choices``) it makes.
@@ -74,7 +74,7 @@ PROFILES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "x86-64-v3-gfni": ("x86_64", "x86-64-v3", _V3 + ("aes", "pclmul", "vaes", "vpclmulqdq", "gfni")),  # Alder Lake and later
     "x86-64-v3-vaes": ("x86_64", "x86-64-v3", _V3 + ("aes", "pclmul", "vaes", "vpclmulqdq")),          # Zen 3
     "x86-64-v3-aes": ("x86_64", "x86-64-v3", _V3 + ("aes", "pclmul")),                                 # Haswell to Comet Lake, Zen 1 and 2
-    "armv8.2-a-n1": ("aarch64", "neoverse-n1", _ARMV8_2),         # Graviton 2 and later, Ampere Altra, Neoverse N1/V1/N2, Apple M1 and later
+    "armv8.2-a-n1": ("aarch64", "neoverse-n1", _ARMV8_2),         # Graviton 2 and later, Ampere Altra, Neoverse N1/V1/N2
     "armv8-a-aes": ("aarch64", "generic", _ARMV8 + ("aes", "sha2")),   # Cortex-A53/A72 with the crypto extension (Graviton 1)
     "armv8-a": ("aarch64", "generic", _ARMV8),                    # without it (Raspberry Pi 4): AES from OpenSSL
 }
@@ -113,10 +113,12 @@ def _digest_now() -> str:
 
 
 def _versions() -> dict[str, str]:
+    """What numba's cache entries are tied to besides the CPU, the operating system among them
+    (its object files are ELF on Linux, Mach-O on macOS)."""
     import llvmlite
     import numba
     return {"numba": numba.__version__, "llvmlite": llvmlite.__version__,
-            "python": sys.implementation.cache_tag or ""}
+            "python": sys.implementation.cache_tag or "", "platform": sys.platform}
 
 
 def _index_version_and_body(path: Path) -> tuple[str, Any]:
