@@ -113,11 +113,14 @@ def cli_steps(steps: Steps) -> None:
 
 def end_compile_helpers() -> None:
     """End the compile helpers (``pqforge.jit.units``) that the steps' commands left running: they
-    outlive a command to fill the cache for the next one, and there is no next one."""
+    outlive a command to fill the cache for the next one, and there is no next one. Only those
+    of this userland (the root they see is this one's; /proc shows the host's processes too)."""
     import signal
+    here = os.stat("/")
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and b"compile_in_worker" in (proc / "cmdline").read_bytes():
+            if (proc.name.isdigit() and b"pqforge.jit.units import compile_in_worker" in (proc / "cmdline").read_bytes()
+                    and os.path.samestat(os.stat(proc / "root"), here)):
                 os.kill(int(proc.name), signal.SIGTERM)
         except OSError:
             pass
