@@ -46,17 +46,17 @@ class Steps:
         self.failed: list[str] = []
 
     def run(self, name: str, command: list[str], kernels: str | None = None, expect: str | None = None,
-            status: int = 0, cwd: str | None = None) -> subprocess.CompletedProcess | None:
+            status: int = 0) -> None:
         """Run ``command``; the step passes when it exits with ``status`` and its output holds ``expect``."""
         env = dict(os.environ)
         if kernels:
             env["PQFORGE_KERNELS"] = kernels
         started = time.monotonic()
         try:
-            done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=self.timeout)
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            self._record(name, False, time.monotonic() - started, f"timed out after {self.timeout:.0f} s")
-            return None
+            self.record(name, False, time.monotonic() - started, f"timed out after {self.timeout:.0f} s")
+            return
         output = done.stdout + done.stderr
         ok = done.returncode == status and (expect is None or expect in output)
         why = f"exit {done.returncode} (expected {status})" + (
@@ -64,10 +64,9 @@ class Steps:
         if ok:      # what the command said of itself, where it ends with a count (pytest, kat)
             last = output.replace("\r", "\n").strip().splitlines()[-1:] or [""]
             why = last[0].strip("= ") if any(w in last[0] for w in (" passed", "MATCH")) else ""
-        self._record(name, ok, time.monotonic() - started, why, output)
-        return done
+        self.record(name, ok, time.monotonic() - started, why, output)
 
-    def _record(self, name: str, ok: bool, seconds: float, why: str = "", output: str = "") -> None:
+    def record(self, name: str, ok: bool, seconds: float, why: str = "", output: str = "") -> None:
         (self.passed if ok else self.failed).append(name)
         print(f"{'ok  ' if ok else 'FAIL'} {seconds:7.1f} s  {name}" + (f" ({why})" if ok and why else
                                                                      f": {why}" if why else ""), flush=True)
@@ -107,7 +106,7 @@ def cli_steps(steps: Steps) -> None:
         steps.run("cli: kem encap", pqforge("kem", "encap", "--key", f"{d}/bob.pk", "-o", f"{d}/m.ct", "--secret", f"{ss}.a"))
         steps.run("cli: kem decap", pqforge("kem", "decap", "--key", f"{d}/bob.sk", f"{d}/m.ct", "--secret", f"{ss}.b"))
         same = Path(f"{ss}.a").is_file() and Path(f"{ss}.a").read_bytes() == Path(f"{ss}.b").read_bytes()
-        steps._record("cli: both sides hold the same shared secret", same, 0.0,
+        steps.record("cli: both sides hold the same shared secret", same, 0.0,
                       "" if same else "the decapsulated secret differs")
 
 
