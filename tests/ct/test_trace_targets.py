@@ -38,7 +38,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     import pkgutil
 
     from pqforge import shake
-    from pqforge.gf16 import gfni, sets, shuffle
+    from pqforge.gf16 import blocks, gfni, sets, shuffle
     from pqforge.gf16 import kernels as gk
     from pqforge.mayo import kernels as mk
     from pqforge.mayo.kernels import batch as bk
@@ -50,7 +50,8 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     public_only |= {getattr(verify, n) for n in ("evaluate_public_sized", "public_pairs", "public_pairs_nibbles",
                                                  "_public_pairs_any", "_public_pairs_checked", "_public_pairs",
                                                  "_drain_buckets", "_times_x", "_nibbles_times_x", "_aligned_zeros", "verify_sized")}
-    public_only |= {getattr(layout, n) for n in ("slots_to_bitsliced", "equals_nibbles", "encode_nibbles_into")}
+    public_only |= {getattr(layout, n) for n in ("slots_to_bitsliced", "equals_nibbles", "encode_nibbles_into",
+                                                 "keystream_to_slots")}
     inner = {getattr(solve, n) for n in ("_entry", "_lowest_bit", "_gt_bit", "_transpose64", "sample_solution_bitsliced",
                                          "_echelon_form", "_row_update")}
     inner |= {getattr(products, n) for n in ("_bit_masks", "_combine", "_mul_transposed_core")}
@@ -67,7 +68,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
         modules += [gfni, shuffle, gn]
         inner |= {gfni._times_x, gfni.scalar_matrix, shuffle._times_x, shuffle._table_words, gn._add_p1_times_oil,
                   gn.quadratic_pairs, gn.oil_forms, gfni.row_scratch}
-        public_only |= {gn.evaluate_public, gn.verify}
+        public_only |= {gn.evaluate_public, gn.verify, blocks.slot_words}     # a slot's size from the tuple's length
     unclassified = _unclassified(modules, covered | public_only | inner)
     assert not unclassified, f"see secrets but are not trace-checked: {unclassified}"
 

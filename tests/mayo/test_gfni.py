@@ -13,6 +13,7 @@ from pqforge.gf16 import encode_nibbles, gfni, sets, shuffle
 from pqforge.jit.target import architecture
 from pqforge.mayo import ALGORITHMS
 from pqforge.mayo.kernels import encoded as gn
+from pqforge.mayo.kernels import layout
 
 from ..known_answers import MAYO_FILES, mayo_entries
 from ..twins import pure
@@ -63,34 +64,38 @@ def row_products_of(name):
         import numba as nb
 
         @nb.njit
-        def accumulate(tmp, src, s, step, shrink, count, forms, j0, cols, limbs):
-            gfni.row_accumulate(tmp, src, s, step, shrink, count, forms, j0, cols, limbs)
+        def accumulate(tmp, src, s, step, shrink, count, forms, j0, cols, chunks):
+            gfni.row_accumulate(tmp, src, s, step, shrink, count, forms, j0, cols, chunks)
 
         @nb.njit
-        def flush(dst, d, dcol, tmp, cols, limbs, like):
-            gfni.row_flush(dst, d, dcol, tmp, cols, limbs, like)
+        def flush(dst, d, dcol, tmp, cols, chunks, like):
+            gfni.row_flush(dst, d, dcol, tmp, cols, chunks, like)
         out.append(("compiled", accumulate, flush))
     return out
 
 
 @pytest.mark.parametrize("name", ENCODED)
 @pytest.mark.parametrize("cols", [16, 15])          # every scalar; an odd count (the last pair half empty)
-def test_row_products_multiply_every_byte_by_every_scalar(name, cols):
+@pytest.mark.parametrize("chunks", [2, 1])          # a 32-byte block; a 16-byte one (an odd last chunk)
+def test_row_products_multiply_every_byte_by_every_scalar(name, cols, chunks):
     src = np.arange(256, dtype=np.uint8).view(np.uint64)         # 32 words: every byte value once
     B = np.arange(16 - cols, 16, dtype=np.uint8)[None, :]        # one term: the scalars of one row
     forms = gfni.matrix_forms(B, sets.forms_of(name))
+    n = 16 * chunks                                               # bytes of a vector, in a 32-byte slot
     for label, accumulate, flush in row_products_of(name):
-        for at in range(0, 32, 4):                                # one 32-byte slot (limbs (0,)) at a time
-            tmp = gfni.row_scratch(cols, (0,))
+        for at in range(0, 32, 2 * chunks):                       # one vector at a time
+            tmp = gfni.row_scratch(cols, (0,) * chunks)
             start = RNG.integers(0, 2**63, cols * 4, dtype=np.uint64)
             dst = start.copy()
-            accumulate(tmp, src, at, 0, 0, 1, forms, 0, cols, (0,))
-            flush(dst, 0, 4, tmp, cols, (0,), sets.forms_of(name))
-            x = np.arange(8 * at, 8 * at + 32)
+            accumulate(tmp, src, at, 0, 0, 1, forms, 0, cols, (0,) * chunks)
+            flush(dst, 0, 4, tmp, cols, (0,) * chunks, sets.forms_of(name))
+            x = np.arange(8 * at, 8 * at + n)
             for c in range(cols):
                 scalar = B[0, c]
-                want = start[4 * c:4 * c + 4].view(np.uint8) ^ (MUL[scalar][x & 15] | (MUL[scalar][x >> 4] << 4))
-                assert (dst[4 * c:4 * c + 4].view(np.uint8) == want).all(), (label, scalar)
+                got, before = dst[4 * c:4 * c + 4].view(np.uint8), start[4 * c:4 * c + 4].view(np.uint8)
+                want = before[:n] ^ (MUL[scalar][x & 15] | (MUL[scalar][x >> 4] << 4))
+                assert (got[:n] == want).all(), (label, scalar)
+                assert (got[n:] == before[n:]).all(), label       # the slot past the vector's chunks: untouched
             assert not tmp.any(), label                           # the flush leaves the scratch clear
 
 
@@ -108,18 +113,24 @@ def reference_products(v, o, m, P1, P2, O):
 
 
 def key_matrices(m, v, o):
-    """(limbs, W, P1 upper triangular (v, v, m), P2 (v, o, m), and both in slots) at random."""
-    limbs = (m + 63) // 64
+    """(chunks, W, P1 upper triangular (v, v, m), P2 (v, o, m), and both in slots) at random."""
+    chunks = (0,) * ((m + 31) // 32)
+    W = 4 * ((m + 63) // 64)
     P1 = np.zeros((v, v, m), np.uint8)
     iu = np.triu_indices(v)
     P1[iu] = RNG.integers(0, 16, (len(iu[0]), m), dtype=np.uint8)
     P2 = RNG.integers(0, 16, (v, o, m), dtype=np.uint8)
-    return limbs, 4 * limbs, P1, P2, encode_slots(np.concatenate([P1[iu], P2.reshape(v * o, m)]), 4 * limbs)
+    return chunks, W, P1, P2, encode_slots(np.concatenate([P1[iu], P2.reshape(v * o, m)]), W)
 
 
-@pytest.mark.parametrize("m, v, o", [(64, 9, 5), (78, 7, 4)])   # slot = encoding; slot padded
+# vectors of whole 32-byte blocks (MAYO-2), ending in a 16-byte chunk (MAYO-1, MAYO-5), and padded
+# within their last block (MAYO-3)
+SIZES = [(64, 9, 5), (78, 7, 4), (142, 5, 3), (108, 5, 3)]
+
+
+@pytest.mark.parametrize("m, v, o", SIZES)
 def test_products_on_the_encoding_match_the_reference(m, v, o):
-    limbs, W, P1, P2, slots = key_matrices(m, v, o)
+    chunks, W, P1, P2, slots = key_matrices(m, v, o)
     iu = np.triu_indices(v)
     O = RNG.integers(0, 16, (v, o), dtype=np.uint8)
     Q, L = reference_products(v, o, m, P1, P2, O)
@@ -134,10 +145,10 @@ def test_products_on_the_encoding_match_the_reference(m, v, o):
     oil = np.frombuffer(encode_nibbles(O.ravel()), np.uint8)        # O as key generation has it
     for name, forms, (public_key, expand) in runs_of(gn.public_key_from_slots, gn.expand_secret_slots):
         pk = np.zeros(len(expect_pk), np.uint8)
-        public_key(slots.copy(), oil, v, o, (0,) * limbs, forms, pk)
+        public_key(slots.copy(), oil, v, o, chunks, forms, pk)
         assert (pk == expect_pk).all(), name
         expanded = slots.copy()
-        expand(expanded, O, (0,) * limbs, forms)
+        expand(expanded, O, chunks, forms)
         assert (decode_slots(expanded, W, m)[e1:].reshape(v, o, m) == L).all()
         assert (expanded[:e1 * W] == slots[:e1 * W]).all()          # P1 untouched
         assert not expanded.reshape(-1, W).view(np.uint8)[:, m // 2:].any()   # padding stays zero
@@ -204,9 +215,9 @@ def test_each_architecture_runs_its_own_sets_only():
         assert "neon" not in sets.runnable()
 
 
-@pytest.mark.parametrize("m, v, o, k", [(64, 9, 5, 3), (78, 7, 4, 2)])
+@pytest.mark.parametrize("m, v, o, k", [size + (3,) for size in SIZES])
 def test_signing_products_on_the_encoding_match_the_reference(m, v, o, k):
-    limbs, W, P1, L, slots = key_matrices(m, v, o)
+    chunks, W, P1, L, slots = key_matrices(m, v, o)
     V = RNG.integers(0, 16, (k, v), dtype=np.uint8)
     M = np.zeros((k, o, m), np.uint8)
     U = np.zeros((k, k, m), np.uint8)
@@ -221,6 +232,21 @@ def test_signing_products_on_the_encoding_match_the_reference(m, v, o, k):
     for name, forms, (products,) in runs_of(gn.sign_products):
         Ms = np.zeros(k * o * W, np.uint64)
         Us = np.zeros(k * k * W, np.uint64)
-        products(V, slots, o, (0,) * limbs, forms, Ms, Us)
+        products(V, slots, o, chunks, forms, Ms, Us)
         assert (decode_slots(Ms, W, m).reshape(k, o, m) == M).all()
         assert (decode_slots(Us, W, m).reshape(k, k, m) == U).all()
+
+
+@pytest.mark.parametrize("row_bytes", [39, 32, 54, 71, 5])     # the four sets' m/2; a row in one chunk
+def test_the_keystream_lands_in_its_slots_with_zero_after_each_row(row_bytes):
+    chunks = (0,) * -(-row_bytes // 16)
+    W = 4 * ((len(chunks) + 1) // 2)
+    count = 9
+    stream = np.full(count * row_bytes + 15, 0xA5, np.uint8)      # the bytes past the last row must not show
+    stream[:count * row_bytes] = RNG.integers(0, 256, count * row_bytes, dtype=np.uint8)
+    for kernel in (layout.rows_to_slots, layout.keystream_to_slots):
+        slots = RNG.integers(0, 2**63, count * W, dtype=np.uint64)  # whatever was there before
+        kernel(stream, count, row_bytes, chunks, slots)
+        got = slots.view(np.uint8).reshape(count, 8 * W)
+        assert (got[:, :row_bytes] == stream[:count * row_bytes].reshape(count, row_bytes)).all(), kernel
+        assert not got[:, row_bytes:].any(), kernel

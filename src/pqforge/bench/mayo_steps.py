@@ -81,17 +81,17 @@ def steps(p: MayoParams) -> dict:
     }
     if sets.ENCODED:
         slots = scheme.public_slots(p, seed_pk)
-        limbs, forms = p.zero_limbs, sets.FORMS
+        chunks, forms = p.zero_chunks, sets.FORMS
         pk_out = np.zeros(p.P3_bytes, np.uint8)
         out.update({
             "encoded: keygen products": _cpu_us(lambda: encoded.public_key_from_slots(
-                slots.copy(), np.frombuffer(o_bytes, np.uint8), v, o, limbs, forms, pk_out)),
-            "encoded: expansion products": _cpu_us(lambda: encoded.expand_secret_slots(slots.copy(), O, limbs,
+                slots.copy(), np.frombuffer(o_bytes, np.uint8), v, o, chunks, forms, pk_out)),
+            "encoded: expansion products": _cpu_us(lambda: encoded.expand_secret_slots(slots.copy(), O, chunks,
                                                                                              forms)),
             "encoded: sign v^T L, v^T P1 v": _cpu_us(lambda: encoded.sign_products(
-                V, esk.slots, o, limbs, forms, np.zeros(k * o * W, np.uint64), np.zeros(k * k * W, np.uint64))),
+                V, esk.slots, o, chunks, forms, np.zeros(k * o * W, np.uint64), np.zeros(k * k * W, np.uint64))),
             "encoded: verify P*(s)": _cpu_us(lambda: encoded.evaluate_public(
-                s, epk.encoded, v, limbs, forms, f_tail, np.zeros(m, np.uint8), kernels.verify_units())),
+                s, epk.encoded, v, chunks, forms, f_tail, np.zeros(m, np.uint8), kernels.verify_units())),
         })
     return out
 

@@ -286,19 +286,19 @@ def _mayo_encoded_targets():
         forms = sets.forms_of(name)
 
         def public_key(p, rng, fixed, forms=forms):     # O given by its encoding, as key generation has it
-            return (slots(p, rng), rng.integers(0, 256, p.O_bytes, dtype=np.uint8), p.v, p.o, (0,) * p.limbs, forms,
+            return (slots(p, rng), rng.integers(0, 256, p.O_bytes, dtype=np.uint8), p.v, p.o, p.zero_chunks, forms,
                     np.zeros(p.P3_bytes, np.uint8))
 
         def expand_secret(p, rng, fixed, forms=forms):
-            return (slots(p, rng), _el(rng, p.v, p.o), (0,) * p.limbs, forms)
+            return (slots(p, rng), _el(rng, p.v, p.o), p.zero_chunks, forms)
 
         def products(p, rng, fixed, forms=forms):       # signing's products: V, P1 and L secret
-            return (_el(rng, p.k, p.v), slots(p, rng), p.o, (0,) * p.limbs, forms,
+            return (_el(rng, p.k, p.v), slots(p, rng), p.o, p.zero_chunks, forms,
                     np.zeros(p.k * p.o * p.words, np.uint64), np.zeros(p.k * p.k * p.words, np.uint64))
 
         def attempt(p, rng, fixed, forms=forms):        # one signing attempt: everything secret
             return (_el(rng, p.k, p.v), _el(rng, p.k * p.o), slots(p, rng), p.o, _el(rng, p.m),
-                    np.array(p.f_tail, np.int64), (0,) * p.limbs, forms, np.zeros(p.k * p.o, np.uint8), units())
+                    np.array(p.f_tail, np.int64), p.zero_chunks, forms, np.zeros(p.k * p.o, np.uint8), units())
 
         form_of = {"gfni": ("scalar-matrices", "the GFNI bit matrices", gfni.scalar_matrices),
                    "avx2": ("pair-tables", "the entangled shuffle tables", shuffle.pair_tables),

@@ -3,9 +3,10 @@
 Multiplying GF(16) elements by a constant c is GF(2)-linear on each element, so on a byte of the
 nibble-packed encoding (two elements) it is one 8x8 bit matrix: two copies of c's 4x4 matrix on
 the diagonal. ``vgf2p8affineqb`` applies such a matrix to every byte of a vector register, so one
-256-bit instruction multiplies 64 elements by c. The kernels here work on m-vectors in the
-encoding, each in a slot of W = 4 * len(limbs) uint64 words (as ``ExpandedPublicKey.nibbles``
-keeps them), and never leave it: bytes in, bytes out, no bit planes.
+256-bit instruction multiplies 64 elements by c (a 128-bit one 32, for a vector's odd last
+16-byte chunk: ``blocks.widths``). The kernels here work on m-vectors in the encoding, each in a
+slot of ``blocks.slot_words`` uint64 words, and never leave it: bytes in, bytes out, no bit
+planes.
 
 Constant time: a scalar's matrix is computed with shifts and masks (``scalar_matrix``), never
 looked up in memory, and the instruction's timing does not depend on its operands; loop bounds
@@ -27,22 +28,20 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from ..jit.cache import JIT_CACHE
-from .blocks import Codegen, arrays_ok
+from .blocks import Codegen, arrays_ok, lanes, octets, slot_words, widths
 from .shuffle import accumulate_pairs, flush_pairs, pair_tables
 
 class _Codegen(Codegen):
     """The shared block IR and the affine map."""
 
-    def __init__(self, context, builder):
-        super().__init__(context, builder)
-        self.affine_fn = builder.module.declare_intrinsic(
-            "llvm.x86.vgf2p8affineqb.256", fnty=ir.FunctionType(self.octets, [self.octets, self.octets, ir.IntType(8)]))
-
     def affine(self, x, matrix_lanes):
+        """The affine instruction on the block x (32 or 16 bytes) with the broadcast matrix."""
         b = self.builder
-        y = b.call(self.affine_fn, [b.bitcast(x, self.octets), b.bitcast(matrix_lanes, self.octets),
-                                    ir.Constant(ir.IntType(8), 0)])
-        return b.bitcast(y, self.lanes)
+        kind = octets(x.type.count * 8)
+        fn = b.module.declare_intrinsic(f"llvm.x86.vgf2p8affineqb.{'256' if kind.count == 32 else '128'}",
+                                        fnty=ir.FunctionType(kind, [kind, kind, ir.IntType(8)]))
+        y = b.call(fn, [b.bitcast(x, kind), b.bitcast(matrix_lanes, kind), ir.Constant(ir.IntType(8), 0)])
+        return b.bitcast(y, x.type)
 
 
 _BYTES = np.uint64(0x0101010101010101)
@@ -109,27 +108,28 @@ _COLUMNS_AT_ONCE = {1: 12, 2: 6, 3: 4}
 
 
 @intrinsic
-def _accumulate_columns(typingctx, tmp, src, s, step, shrink, count, matrices, j0, cols, limbs):
+def _accumulate_columns(typingctx, tmp, src, s, step, shrink, count, matrices, j0, cols, chunks):
     """The compiled GFNI ``row_accumulate``: B's columns taken G at a time
     (``_COLUMNS_AT_ONCE``), their sums (slot c of tmp for column c) held in registers over all
-    terms; per term the source blocks loaded once, then per column one broadcast matrix and one
-    affine product a block. No bounds check."""
-    if not (arrays_ok(tmp, src) and tmp.dtype == types.uint64 and isinstance(limbs, types.UniTuple)
+    terms; per term the source blocks loaded once (``blocks.widths``), then per column one
+    broadcast matrix and one affine product a block. No bounds check."""
+    if not (arrays_ok(tmp, src) and tmp.dtype == types.uint64 and isinstance(chunks, types.UniTuple)
             and isinstance(matrices, types.Array) and matrices.dtype == types.uint64 and matrices.ndim == 1):
         return None
-    blocks = limbs.count
+    kinds = [lanes(width) for width in widths(chunks.count)]
+    blocks = len(kinds)
     sstep = 256 // src.dtype.bitwidth
     W = 4 * blocks
     G = _COLUMNS_AT_ONCE.get(blocks, 2)
-    sig = types.void(tmp, src, s, step, shrink, count, matrices, j0, cols, limbs)
+    sig = types.void(tmp, src, s, step, shrink, count, matrices, j0, cols, chunks)
 
     def codegen(context, builder, signature, args):
         g = _Codegen(context, builder)
-        kinds = signature.args
+        types_ = signature.args
         i64 = ir.IntType(64)
-        tmp_data, src_data = g.data(kinds[0], args[0]), g.data(kinds[1], args[1])
-        mat_data = g.data(kinds[6], args[6])
-        s_, step_, shrink_, count_, j0_, cols_ = (g.index(args[i], kinds[i]) for i in (2, 3, 4, 5, 7, 8))
+        tmp_data, src_data = g.data(types_[0], args[0]), g.data(types_[1], args[1])
+        mat_data = g.data(types_[6], args[6])
+        s_, step_, shrink_, count_, j0_, cols_ = (g.index(args[i], types_[i]) for i in (2, 3, 4, 5, 7, 8))
 
         def run(size, c0):
             """Columns c0 .. c0 + size - 1 over all terms (sum of column i, block b: sums[i blocks + b])."""
@@ -137,14 +137,15 @@ def _accumulate_columns(typingctx, tmp, src, s, step, shrink, count, matrices, j
                       for i in range(size) for b in range(blocks)]
 
             def term(q, sums):
-                xs = g.blocks_at(src_data, g.term_offset(s_, step_, shrink_, q), sstep, blocks, g.lanes)
+                xs = g.blocks_at(src_data, g.term_offset(s_, step_, shrink_, q), sstep, kinds)
                 row = builder.add(builder.mul(builder.add(j0_, q), cols_), c0)
                 for i in range(size):
-                    matrix = g.broadcast(builder.load(builder.gep(mat_data, [builder.add(row, i64(i))])))
+                    word = builder.load(builder.gep(mat_data, [builder.add(row, i64(i))]))
                     for b in range(blocks):
                         acc = sums[i * blocks + b]
+                        matrix = g.broadcast(word, kinds[b])
                         builder.store(builder.xor(builder.load(acc), g.affine(xs[b], matrix)), acc)
-            g.sums_over_terms(tmp_data, starts, g.lanes, count_, term)
+            g.sums_over_terms(tmp_data, starts, kinds * size, count_, term)
 
         g.in_chunks(cols_, G, run)
         return context.get_dummy_value()
@@ -152,26 +153,28 @@ def _accumulate_columns(typingctx, tmp, src, s, step, shrink, count, matrices, j
 
 
 @intrinsic
-def _flush_columns(typingctx, dst, d, dcol, tmp, cols, limbs):
-    """dst[d + c dcol ..] ^= slot c of tmp for c < cols, and tmp cleared; 32-byte blocks."""
-    if not (arrays_ok(dst, tmp) and dst.dtype == tmp.dtype == types.uint64 and isinstance(limbs, types.UniTuple)):
+def _flush_columns(typingctx, dst, d, dcol, tmp, cols, chunks):
+    """dst[d + c dcol ..] ^= slot c of tmp for c < cols, and tmp cleared; the blocks of
+    ``blocks.widths``."""
+    if not (arrays_ok(dst, tmp) and dst.dtype == tmp.dtype == types.uint64 and isinstance(chunks, types.UniTuple)):
         return None
-    blocks = limbs.count
-    sig = types.void(dst, d, dcol, tmp, cols, limbs)
+    kinds = [lanes(width) for width in widths(chunks.count)]
+    W = 4 * len(kinds)
+    sig = types.void(dst, d, dcol, tmp, cols, chunks)
 
     def codegen(context, builder, signature, args):
         g = Codegen(context, builder)
-        kinds = signature.args
+        types_ = signature.args
         i64 = ir.IntType(64)
-        dst_data, tmp_data = g.data(kinds[0], args[0]), g.data(kinds[3], args[3])
-        d_, dcol_, cols_ = (g.index(args[i], kinds[i]) for i in (1, 2, 4))
+        dst_data, tmp_data = g.data(types_[0], args[0]), g.data(types_[3], args[3])
+        d_, dcol_, cols_ = (g.index(args[i], types_[i]) for i in (1, 2, 4))
         with cgutils.for_range(builder, cols_) as loop:
             c = loop.index
-            for b in range(blocks):
-                at = g.block(dst_data, builder.add(builder.add(d_, builder.mul(c, dcol_)), i64(4 * b)))
-                from_at = g.block(tmp_data, builder.add(builder.mul(c, i64(4 * blocks)), i64(4 * b)))
-                builder.store(builder.xor(g.load(at), g.load(from_at)), at).align = 1
-                builder.store(ir.Constant(g.lanes, [0] * 4), from_at).align = 1
+            for b, kind in enumerate(kinds):
+                at = g.block(dst_data, builder.add(builder.add(d_, builder.mul(c, dcol_)), i64(4 * b)), kind)
+                from_at = g.block(tmp_data, builder.add(builder.mul(c, i64(W)), i64(4 * b)), kind)
+                g.store(builder.xor(g.load(at), g.load(from_at)), at)
+                g.store(ir.Constant(kind, [0] * kind.count), from_at)
         return context.get_dummy_value()
     return sig, codegen
 
@@ -196,62 +199,65 @@ def _matrix_forms_compiled(B, like):
 
 
 @nb.njit(cache=JIT_CACHE, nogil=True, inline="always")
-def row_scratch(cols, limbs):
+def row_scratch(cols, chunks):
     """The sums of one output row for ``row_accumulate`` (zero): cols slots, rounded up to even."""
-    return np.zeros((cols + 1) // 2 * 2 * 4 * len(limbs), np.uint64)
+    return np.zeros((cols + 1) // 2 * 2 * slot_words(chunks), np.uint64)
 
 
-def row_accumulate(tmp, src, s, step, shrink, count, forms, j0, cols, limbs):
+def row_accumulate(tmp, src, s, step, shrink, count, forms, j0, cols, chunks):
     """tmp += sum_{q < count} src[s_q ..] * B[j0 + q, :] (cols products), B given by
-    ``matrix_forms``. Source offsets start at s and grow by step - q shrink from term q to q + 1
-    (shrink 0: a stride; down a column of a packed upper triangle of slots, where entry (r, j)
-    sits r v - r (r - 1) / 2 + j - r slots in, step = (v - 1) W and shrink = W). tmp
-    (``row_scratch``) holds the sums in the set's own form until ``row_flush``."""
+    ``matrix_forms``, on the first len(chunks) 16-byte chunks of each source vector and sum (the
+    rest of a slot is left as it is). Source offsets start at s and grow by step - q shrink from
+    term q to q + 1 (shrink 0: a stride; down a column of a packed upper triangle of slots, where
+    entry (r, j) sits r v - r (r - 1) / 2 + j - r slots in, step = (v - 1) W and shrink = W).
+    tmp (``row_scratch``, slots of W = ``slot_words(chunks)``) holds the sums in the set's own
+    form until ``row_flush``."""
     if np.ndim(forms) == 2:
-        accumulate_pairs(tmp, src, s, step, shrink, count, forms, j0, (cols + 1) // 2, limbs)
+        accumulate_pairs(tmp, src, s, step, shrink, count, forms, j0, (cols + 1) // 2, chunks)
         return
-    W = 4 * len(limbs)
+    W, n = slot_words(chunks), 2 * len(chunks)
     offset = s
     for q in range(count):
-        x = src[offset:offset + W] if src.dtype == np.uint64 else src[offset:offset + 8 * W].view(np.uint64)
+        x = src[offset:offset + n] if src.dtype == np.uint64 else src[offset:offset + 8 * n].view(np.uint64)
         for c in range(cols):
-            tmp[c * W:(c + 1) * W] ^= affine_words(np.ascontiguousarray(x), forms[(j0 + q) * cols + c])
+            tmp[c * W:c * W + n] ^= affine_words(np.ascontiguousarray(x), forms[(j0 + q) * cols + c])
         offset += step - q * shrink
 
 
 @overload(row_accumulate, inline="always")
-def _row_accumulate_compiled(tmp, src, s, step, shrink, count, forms, j0, cols, limbs):
-    if not isinstance(limbs, types.UniTuple):
+def _row_accumulate_compiled(tmp, src, s, step, shrink, count, forms, j0, cols, chunks):
+    if not isinstance(chunks, types.UniTuple):
         return None
     if _tables(forms):
-        def impl(tmp, src, s, step, shrink, count, forms, j0, cols, limbs):
-            accumulate_pairs(tmp, src, s, step, shrink, count, forms, j0, (cols + 1) // 2, limbs)
+        def impl(tmp, src, s, step, shrink, count, forms, j0, cols, chunks):
+            accumulate_pairs(tmp, src, s, step, shrink, count, forms, j0, (cols + 1) // 2, chunks)
         return impl
 
-    def impl(tmp, src, s, step, shrink, count, forms, j0, cols, limbs):
-        _accumulate_columns(tmp, src, s, step, shrink, count, forms, j0, cols, limbs)
+    def impl(tmp, src, s, step, shrink, count, forms, j0, cols, chunks):
+        _accumulate_columns(tmp, src, s, step, shrink, count, forms, j0, cols, chunks)
     return impl
 
 
-def row_flush(dst, d, dcol, tmp, cols, limbs, like):
-    """dst[d + c dcol ..] ^= the row's product c for c < cols, from tmp, which is cleared."""
+def row_flush(dst, d, dcol, tmp, cols, chunks, like):
+    """dst[d + c dcol ..] ^= the row's product c for c < cols (its first len(chunks) 16-byte
+    chunks), from tmp, which is cleared."""
     if np.ndim(like) == 2:
-        flush_pairs(dst, d, dcol, tmp, cols, limbs)
+        flush_pairs(dst, d, dcol, tmp, cols, chunks)
         return
-    W = 4 * len(limbs)
+    W, n = slot_words(chunks), 2 * len(chunks)
     for c in range(cols):
-        for w in range(W):
+        for w in range(n):
             dst[d + c * dcol + w] ^= tmp[c * W + w]
             tmp[c * W + w] = 0
 
 
 @overload(row_flush, inline="always")
-def _row_flush_compiled(dst, d, dcol, tmp, cols, limbs, like):
-    if not isinstance(limbs, types.UniTuple):
+def _row_flush_compiled(dst, d, dcol, tmp, cols, chunks, like):
+    if not isinstance(chunks, types.UniTuple):
         return None
     if _tables(like):
-        return lambda dst, d, dcol, tmp, cols, limbs, like: flush_pairs(dst, d, dcol, tmp, cols, limbs)
+        return lambda dst, d, dcol, tmp, cols, chunks, like: flush_pairs(dst, d, dcol, tmp, cols, chunks)
 
-    def impl(dst, d, dcol, tmp, cols, limbs, like):
-        _flush_columns(dst, d, dcol, tmp, cols, limbs)
+    def impl(dst, d, dcol, tmp, cols, chunks, like):
+        _flush_columns(dst, d, dcol, tmp, cols, chunks)
     return impl

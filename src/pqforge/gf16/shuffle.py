@@ -3,7 +3,8 @@ GFNI) and the neon set (aarch64).
 
 The product c * a of a fixed scalar c with every element a of a byte string is a lookup of each
 nibble in c's 16-entry table, and AVX2's ``vpshufb`` looks up 32 bytes at once in a table held
-in a register, NEON's ``tbl`` 16 (``blocks.Codegen.look_up``; a 32-byte block is two of them).
+in a register, NEON's ``tbl`` 16 (``blocks.Codegen.look_up``; a 32-byte block is two of them,
+a vector's odd last 16-byte chunk one block of its own: ``blocks.widths``).
 A byte holds two elements, so one product would take two shuffles (low and high nibbles). Here a table serves two scalars a and b at once, *entangled*: entry x holds a x in its
 low nibble and b x in its high one. Shuffling a vector's low nibbles through it gives a and b
 times them; the high nibbles likewise; the four half-products are sorted into a v and b v once
@@ -26,7 +27,8 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from ..jit.cache import JIT_CACHE
-from .blocks import Codegen, arrays_ok
+from ..jit.target import architecture
+from .blocks import Codegen, arrays_ok, lanes, octets, slot_words, splat, widths
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
 
@@ -82,18 +84,19 @@ def pair_tables(B):
 _LOW_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
 
 
-def accumulate_pairs(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs):
+def accumulate_pairs(tmp, src, s, step, shrink, count, tables, j0, pairs, chunks):
     """tmp += sum_{q < count} src[s_q ..] (x) row j0 + q of B, in the entangled form: for each
     pair p of B's columns, slot 2p collects the shuffles of the low nibbles through the pair's
     table, slot 2p + 1 those of the high nibbles (``flush_pairs`` turns them into products).
-    Source offsets as ``gfni.row_accumulate`` (s, then growing by step - q shrink); slots
-    of W = 4 len(limbs) words. Compiled: each source block is loaded and split into nibbles once
-    for all of B's columns, then one shuffle a product. This twin selects table entries by masks
-    (the nibbles may be secret)."""
-    W = 4 * len(limbs)
+    Source offsets as ``gfni.row_accumulate`` (s, then growing by step - q shrink); slots of
+    W = ``slot_words(chunks)`` words, of which the first len(chunks) 16-byte chunks are summed.
+    Compiled: each source block is loaded and split into nibbles once for all of B's columns,
+    then one shuffle a product. This twin selects table entries by masks (the nibbles may be
+    secret)."""
+    W, n = slot_words(chunks), 2 * len(chunks)
     offset = s
     for q in range(count):
-        x = src[offset:offset + W] if src.dtype == np.uint64 else src[offset:offset + 8 * W].view(np.uint64)
+        x = src[offset:offset + n] if src.dtype == np.uint64 else src[offset:offset + 8 * n].view(np.uint64)
         b = np.ascontiguousarray(x).view(np.uint8)
         for p in range(pairs):
             table = np.asarray(tables[(j0 + q) * pairs + p], np.uint64).view(np.uint8)
@@ -101,59 +104,63 @@ def accumulate_pairs(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs)
                 out = np.zeros_like(b)
                 for entry in range(16):
                     out |= (nibbles == entry) * table[entry]
-                tmp[(2 * p + half) * W:(2 * p + half + 1) * W] ^= out.view(np.uint64)
+                tmp[(2 * p + half) * W:(2 * p + half) * W + n] ^= out.view(np.uint64)
         offset += step - q * shrink
 
 
-def flush_pairs(dst, d, dcol, tmp, cols, limbs):
-    """dst[d + c dcol ..] ^= the product slots for c < cols from the entangled sums in tmp
-    (``accumulate_pairs``), and tmp cleared. Slots 2p (a x_lo | b x_lo << 4) and 2p + 1
-    (a x_hi | b x_hi << 4) exchange nibbles: a x = low nibbles of the first and of the second
-    moved up, b x = high nibbles of the first moved down and of the second. Compiled a 32-byte
-    block at a time; public positions only."""
-    W = 4 * len(limbs)
+def flush_pairs(dst, d, dcol, tmp, cols, chunks):
+    """dst[d + c dcol ..] ^= the product slots for c < cols (their first len(chunks) 16-byte
+    chunks) from the entangled sums in tmp (``accumulate_pairs``), and tmp cleared. Slots 2p
+    (a x_lo | b x_lo << 4) and 2p + 1 (a x_hi | b x_hi << 4) exchange nibbles: a x = low nibbles
+    of the first and of the second moved up, b x = high nibbles of the first moved down and of
+    the second. Compiled a block at a time (``blocks.widths``); public positions only."""
+    W, n = slot_words(chunks), 2 * len(chunks)
     for p in range((cols + 1) // 2):
-        lo = tmp[2 * p * W:(2 * p + 1) * W].copy()
-        hi = tmp[(2 * p + 1) * W:(2 * p + 2) * W].copy()
+        lo = tmp[2 * p * W:2 * p * W + n].copy()
+        hi = tmp[(2 * p + 1) * W:(2 * p + 1) * W + n].copy()
         t = (hi ^ (lo >> np.uint64(4))) & _LOW_NIBBLES
-        dst[d + 2 * p * dcol:d + 2 * p * dcol + W] ^= lo ^ (t << np.uint64(4))
+        dst[d + 2 * p * dcol:d + 2 * p * dcol + n] ^= lo ^ (t << np.uint64(4))
         if 2 * p + 1 < cols:
-            dst[d + (2 * p + 1) * dcol:d + (2 * p + 1) * dcol + W] ^= hi ^ t
+            dst[d + (2 * p + 1) * dcol:d + (2 * p + 1) * dcol + n] ^= hi ^ t
         tmp[2 * p * W:(2 * p + 2) * W] = 0
 
 
-_PAIRS_AT_ONCE = {1: 6, 2: 2}
-"""Pairs of B's columns whose sums one pass over the terms keeps in registers, by blocks a slot
-(2 sums a pair and block, beside the split source blocks, in AVX2's 16 registers, or NEON's 32
-of half the width); 1 beyond."""
+def _pairs_at_once(chunks: int) -> int:
+    """Pairs of B's columns whose sums one pass over the terms keeps in registers, for vectors of
+    ``chunks`` 16-byte chunks: each pair holds two sums of a vector, beside the source vector
+    split into its two halves and one table, in AVX2's 16 registers of 32 bytes or NEON's 32 of
+    16 (MAYO-1: 2 pairs on x86-64, 4 on aarch64); at least 1."""
+    if architecture() == "aarch64":
+        registers, per_vector = 32, chunks
+    else:
+        registers, per_vector = 16, len(widths(chunks))
+    return max(1, (registers - 2 * per_vector - 1) // (2 * per_vector))
 
 
 @intrinsic
-def _accumulate_pairs(typingctx, tmp, src, s, step, shrink, count, tables, j0, pairs, limbs):
-    """The compiled ``accumulate_pairs``: the pairs taken G at a time (``_PAIRS_AT_ONCE``), their
-    sums held in registers over all terms; per term the source blocks loaded and split once, then
-    per pair one table load and one shuffle a product. The last pairs (fewer than G) run in a
-    pass of their own size. No bounds check."""
-    if not (arrays_ok(tmp, src) and tmp.dtype == types.uint64 and isinstance(limbs, types.UniTuple)
+def _accumulate_pairs(typingctx, tmp, src, s, step, shrink, count, tables, j0, pairs, chunks):
+    """The compiled ``accumulate_pairs``: the pairs taken G at a time (``_pairs_at_once``), their
+    sums held in registers over all terms; per term the source blocks (``blocks.widths``)
+    loaded and split once, then per pair one table load and one shuffle a product. The last
+    pairs (fewer than G) run in a pass of their own size. No bounds check."""
+    if not (arrays_ok(tmp, src) and tmp.dtype == types.uint64 and isinstance(chunks, types.UniTuple)
             and isinstance(tables, types.Array) and tables.dtype == types.uint64 and tables.ndim == 2
             and tables.layout == "C"):
         return None
-    blocks = limbs.count
+    kinds = [octets(width) for width in widths(chunks.count)]
+    blocks = len(kinds)
     sstep = 256 // src.dtype.bitwidth
     W = 4 * blocks
-    G = _PAIRS_AT_ONCE.get(blocks, 1)
-    sig = types.void(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs)
+    G = _pairs_at_once(chunks.count)
+    sig = types.void(tmp, src, s, step, shrink, count, tables, j0, pairs, chunks)
 
     def codegen(context, builder, signature, args):
         g = Codegen(context, builder)
-        kinds = signature.args
+        types_ = signature.args
         i64 = ir.IntType(64)
-        octets = g.octets
-        nibble = ir.Constant(octets, [15] * 32)
-        four = ir.Constant(octets, [4] * 32)
-        tmp_data, src_data = g.data(kinds[0], args[0]), g.data(kinds[1], args[1])
-        table_data = g.data(kinds[6], args[6])
-        s_, step_, shrink_, count_, j0_, pairs_ = (g.index(args[i], kinds[i]) for i in (2, 3, 4, 5, 7, 8))
+        tmp_data, src_data = g.data(types_[0], args[0]), g.data(types_[1], args[1])
+        table_data = g.data(types_[6], args[6])
+        s_, step_, shrink_, count_, j0_, pairs_ = (g.index(args[i], types_[i]) for i in (2, 3, 4, 5, 7, 8))
 
         def run(size, p0):
             """Pairs p0 .. p0 + size - 1 over all terms (pair i, half h, block b: sums[(2i + h) blocks + b])."""
@@ -161,17 +168,18 @@ def _accumulate_pairs(typingctx, tmp, src, s, step, shrink, count, tables, j0, p
                       for i in range(size) for half in range(2) for b in range(blocks)]
 
             def term(q, sums):
-                xs = g.blocks_at(src_data, g.term_offset(s_, step_, shrink_, q), sstep, blocks, octets)
-                halves = ([builder.and_(x, nibble) for x in xs], [builder.and_(builder.lshr(x, four), nibble) for x in xs])
+                xs = g.blocks_at(src_data, g.term_offset(s_, step_, shrink_, q), sstep, kinds)
+                halves = ([builder.and_(x, splat(x.type, 15)) for x in xs],
+                          [builder.and_(builder.lshr(x, splat(x.type, 4)), splat(x.type, 15)) for x in xs])
                 row = builder.add(builder.mul(builder.add(j0_, q), pairs_), p0)
                 for i in range(size):
-                    table = g.blocks_at(table_data, builder.mul(builder.add(row, i64(i)), i64(4)), 0, 1, octets)[0]
+                    table = g.blocks_at(table_data, builder.mul(builder.add(row, i64(i)), i64(4)), 0, [octets(32)])[0]
                     for half in range(2):
                         for b in range(blocks):
                             acc = sums[(2 * i + half) * blocks + b]
                             builder.store(builder.xor(builder.load(acc), g.look_up(table, halves[half][b])),
                                           acc)
-            g.sums_over_terms(tmp_data, starts, octets, count_, term)
+            g.sums_over_terms(tmp_data, starts, kinds * (2 * size), count_, term)
 
         g.in_chunks(pairs_, G, run)
         return context.get_dummy_value()
@@ -179,61 +187,59 @@ def _accumulate_pairs(typingctx, tmp, src, s, step, shrink, count, tables, j0, p
 
 
 @intrinsic
-def _flush_pairs(typingctx, dst, d, dcol, tmp, cols, limbs):
-    """The compiled ``flush_pairs``, on 32-byte blocks. No bounds check."""
-    if not (arrays_ok(dst, tmp) and dst.dtype == tmp.dtype == types.uint64 and isinstance(limbs, types.UniTuple)):
+def _flush_pairs(typingctx, dst, d, dcol, tmp, cols, chunks):
+    """The compiled ``flush_pairs``, on the blocks of ``blocks.widths``. No bounds check."""
+    if not (arrays_ok(dst, tmp) and dst.dtype == tmp.dtype == types.uint64 and isinstance(chunks, types.UniTuple)):
         return None
-    blocks = limbs.count
-    W = 4 * blocks
-    sig = types.void(dst, d, dcol, tmp, cols, limbs)
+    kinds = [lanes(width) for width in widths(chunks.count)]
+    W = 4 * len(kinds)
+    sig = types.void(dst, d, dcol, tmp, cols, chunks)
 
     def codegen(context, builder, signature, args):
         g = Codegen(context, builder)
-        kinds = signature.args
+        types_ = signature.args
         i64 = ir.IntType(64)
-        dst_data, tmp_data = g.data(kinds[0], args[0]), g.data(kinds[3], args[3])
-        d_, dcol_, cols_ = (g.index(args[i], kinds[i]) for i in (1, 2, 4))
-        mask = ir.Constant(g.lanes, [int(_LOW_NIBBLES)] * 4)
-        four = ir.Constant(g.lanes, [4] * 4)
-        zero = ir.Constant(g.lanes, [0] * 4)
+        dst_data, tmp_data = g.data(types_[0], args[0]), g.data(types_[3], args[3])
+        d_, dcol_, cols_ = (g.index(args[i], types_[i]) for i in (1, 2, 4))
 
         def xor_into(index, value):
-            at = g.block(dst_data, index)
-            builder.store(builder.xor(g.load(at), value), at).align = 1
+            at = g.block(dst_data, index, value.type)
+            g.store(builder.xor(g.load(at), value), at)
 
         with cgutils.for_range(builder, builder.udiv(builder.add(cols_, i64(1)), i64(2))) as loop:
             p = loop.index
             first = builder.add(d_, builder.mul(builder.mul(p, i64(2)), dcol_))
             second = builder.add(first, dcol_)
-            for b in range(blocks):
-                lo_at = g.block(tmp_data, builder.add(builder.mul(p, i64(2 * W)), i64(4 * b)))
-                hi_at = g.block(tmp_data, builder.add(builder.mul(p, i64(2 * W)), i64(W + 4 * b)))
+            for b, kind in enumerate(kinds):
+                mask, four = splat(kind, int(_LOW_NIBBLES)), splat(kind, 4)
+                lo_at = g.block(tmp_data, builder.add(builder.mul(p, i64(2 * W)), i64(4 * b)), kind)
+                hi_at = g.block(tmp_data, builder.add(builder.mul(p, i64(2 * W)), i64(W + 4 * b)), kind)
                 lo, hi = g.load(lo_at), g.load(hi_at)
                 t = builder.and_(builder.xor(hi, builder.lshr(lo, four)), mask)
                 xor_into(builder.add(first, i64(4 * b)), builder.xor(lo, builder.shl(t, four)))
                 with builder.if_then(builder.icmp_unsigned("<", builder.add(builder.mul(p, i64(2)), i64(1)), cols_)):
                     xor_into(builder.add(second, i64(4 * b)), builder.xor(hi, t))
-                builder.store(zero, lo_at).align = 1
-                builder.store(zero, hi_at).align = 1
+                g.store(splat(kind, 0), lo_at)
+                g.store(splat(kind, 0), hi_at)
         return context.get_dummy_value()
     return sig, codegen
 
 
 @overload(flush_pairs, inline="always")
-def _flush_pairs_compiled(dst, d, dcol, tmp, cols, limbs):
-    if not isinstance(limbs, types.UniTuple):
+def _flush_pairs_compiled(dst, d, dcol, tmp, cols, chunks):
+    if not isinstance(chunks, types.UniTuple):
         return None
 
-    def impl(dst, d, dcol, tmp, cols, limbs):
-        _flush_pairs(dst, d, dcol, tmp, cols, limbs)
+    def impl(dst, d, dcol, tmp, cols, chunks):
+        _flush_pairs(dst, d, dcol, tmp, cols, chunks)
     return impl
 
 
 @overload(accumulate_pairs, inline="always")
-def _accumulate_pairs_compiled(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs):
-    if not isinstance(limbs, types.UniTuple):
+def _accumulate_pairs_compiled(tmp, src, s, step, shrink, count, tables, j0, pairs, chunks):
+    if not isinstance(chunks, types.UniTuple):
         return None
 
-    def impl(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs):
-        _accumulate_pairs(tmp, src, s, step, shrink, count, tables, j0, pairs, limbs)
+    def impl(tmp, src, s, step, shrink, count, tables, j0, pairs, chunks):
+        _accumulate_pairs(tmp, src, s, step, shrink, count, tables, j0, pairs, chunks)
     return impl

@@ -56,7 +56,7 @@ def verify_loop(p: MayoParams, key, data, offsets, rows, res) -> None:
     messages data[offsets[b]:offsets[b+1]], the key in its ``verification_form``."""
     f_tail = p.f_tail_array
     if key[1] is None:
-        batch_kernels.verify_chunk_encoded(key[0], p.v, p.zero_limbs, sets.FORMS, data, offsets, rows, f_tail,
+        batch_kernels.verify_chunk_encoded(key[0], p.v, p.zero_chunks, sets.FORMS, data, offsets, rows, f_tail,
                                            p.k, p.n, p.m, p.digest_bytes, res, kernels.verify_units())
     else:
         batch_kernels.verify_chunk(key[0], p.zero_limbs, (0,) if key[1] else (), data, offsets, rows, f_tail, p.k,
@@ -68,7 +68,7 @@ def sign_loop(p: MayoParams, esk: scheme.ExpandedSecretKey, V, R, T, S, ok) -> N
     the key's encoding with an encoded kernel set where it runs."""
     f_tail = p.f_tail_array
     if sets.ENCODED and esk.slots is not None:
-        batch_kernels.sign_chunk_encoded(esk.O, esk.slots, V, R, T, f_tail, p.n, p.zero_limbs, sets.FORMS, S, ok,
+        batch_kernels.sign_chunk_encoded(esk.O, esk.slots, V, R, T, f_tail, p.n, p.zero_chunks, sets.FORMS, S, ok,
                                          kernels.units())
     else:
         batch_kernels.sign_chunk(esk.O, esk.P1, esk.L, V, R, T, f_tail, p.n, S, ok, kernels.units())
@@ -111,7 +111,7 @@ def _verify_fresh_keys(p, groups, messages, sigs, out, threads):
             epks = np.zeros((len(part), p.epk_bytes + scheme.spare_bytes(p)), np.uint8)
             epks[:, :p12] = flat[:len(part) * p12].reshape(len(part), p12)
             epks[:, p12:p.epk_bytes] = P3
-            batch_kernels.verify_fresh_keys_encoded(epks, p.v, p.zero_limbs, sets.FORMS, np.array(first, np.int64), data,
+            batch_kernels.verify_fresh_keys_encoded(epks, p.v, p.zero_chunks, sets.FORMS, np.array(first, np.int64), data,
                                                     offsets, rows, f_tail, p.k, p.n, p.m, p.digest_bytes, res,
                                                     kernels.verify_units())
         else:
@@ -164,7 +164,7 @@ def _sign_fresh_keys(p: MayoParams, groups, messages, randomness, out, threads):
         if sets.ENCODED:
             _, slots, _, O = batch_data.seed_slots(p, seeds)
             batch_kernels.sign_fresh_keys_encoded(slots, O, np.array(first, np.int64), V, R, T, f_tail, p.n,
-                                                  p.zero_limbs, sets.FORMS, S, ok, kernels.units())
+                                                  p.zero_chunks, sets.FORMS, S, ok, kernels.units())
         else:
             _, streams, O = batch_data.seed_streams(p, seeds)
             batch_kernels.sign_fresh_keys(streams, O, np.array(first, np.int64), V, R, T, f_tail, p.n, p.m, S, ok,
@@ -231,7 +231,7 @@ class CpuBackend(SignatureBackend):
             encoded = np.empty((hi - lo, p.P3_bytes), np.uint8)
             if sets.ENCODED:
                 seed_pks, slots, oils, _ = batch_data.seed_slots(p, seeds[lo:hi])
-                batch_kernels.public_keys_chunk_encoded(slots, oils, p.v, p.o, p.zero_limbs, sets.FORMS, encoded)
+                batch_kernels.public_keys_chunk_encoded(slots, oils, p.v, p.o, p.zero_chunks, sets.FORMS, encoded)
             else:
                 seed_pks, streams, O = batch_data.seed_streams(p, seeds[lo:hi])
                 batch_kernels.public_keys_chunk(streams, O, p.m, encoded)

@@ -106,6 +106,12 @@ class MayoParams:
         return (0,) * self.limbs
 
     @cached_property
+    def zero_chunks(self) -> tuple[int, ...]:
+        """ceil(m / 32) zeros, one per 16-byte chunk of an m-vector's encoding: the argument by
+        which the encoded kernels (``mayo.kernels.encoded``) know the vector size."""
+        return (0,) * ceil(self.m / 32)
+
+    @cached_property
     def f_tail_array(self) -> np.ndarray:
         """``f_tail`` as the int64 array the kernels take (shared: not to be written)."""
         return np.array(self.f_tail, np.int64)

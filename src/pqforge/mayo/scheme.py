@@ -22,6 +22,7 @@ from ..gf16.kernels import bitslice_nibble_rows, stream_words
 from ..symmetric import aes128_ctr, aes128_ctr_into, aes128_ctr_scratch, shake256
 from . import kernels
 from .kernels import encoded as encoded_set
+from .kernels import layout
 from .kernels.ahead import compiling
 from .params import MayoParams
 
@@ -165,7 +166,7 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     encoded = np.empty(params.P3_bytes, np.uint8)
     if sets.ENCODED:                 # O's elements straight from its encoding, inside the kernel
         encoded_set.public_key_from_slots(public_slots(params, seed_pk), np.frombuffer(o_bytes, np.uint8),
-                                               params.v, params.o, params.zero_limbs, sets.FORMS, encoded)
+                                               params.v, params.o, params.zero_chunks, sets.FORMS, encoded)
     else:
         kernels.public_key_from_stream(public_stream(params, seed_pk), decode_oil(params, o_bytes), params.m, encoded)
     return seed_pk + encoded.tobytes()
@@ -192,10 +193,10 @@ def public_slots(params: MayoParams, seed_pk: bytes) -> np.ndarray:
         slots = np.empty(count * W + 2, np.uint64)      # 15 spare bytes for the cipher
         aes128_ctr_into(seed_pk, nbytes, slots.view(np.uint8))
         return slots[:count * W]
-    slots = np.zeros((count, W), np.uint64)
-    keystream = np.frombuffer(aes128_ctr_scratch(seed_pk, nbytes), np.uint8, nbytes)
-    slots.view(np.uint8)[:, :mb] = keystream.reshape(count, mb)
-    return slots.reshape(count * W)
+    slots = np.empty(count * W, np.uint64)
+    keystream = aes128_ctr_scratch(seed_pk, nbytes)            # 15 spare bytes after it, as the copy needs
+    layout.keystream_to_slots(np.frombuffer(keystream.obj, np.uint8), count, mb, params.zero_chunks, slots)
+    return slots
 
 
 @compiling("secret-key expansion")
@@ -205,7 +206,7 @@ def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     v, o = params.v, params.o
     if sets.ENCODED:                 # L = (P1 + P1^T) O + P2 on the encoding, kept there
         slots = public_slots(params, seed_pk)
-        encoded_set.expand_secret_slots(slots, O, params.zero_limbs, sets.FORMS)
+        encoded_set.expand_secret_slots(slots, O, params.zero_chunks, sets.FORMS)
         return ExpandedSecretKey(csk, O, slots=slots)
     P1L = np.empty((v * (v + 1) // 2 + v * o, params.words), np.uint64)
     kernels.expand_secret_from_stream(public_stream(params, seed_pk), O, params.m, P1L)
@@ -300,7 +301,7 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
         V = np.ascontiguousarray(vinegar[:, :v])                  # no copy when v fills the bytes
         # M_i = v_i^T L, U[i, j] = v_i^T P1 v_j, A and y = t - sum z^ell u whipped, A x = y solved
         if sets.ENCODED and esk.slots is not None:
-            full_rank = encoded_set.sign_attempt(V, r, esk.slots, o, t, f_tail, params.zero_limbs, sets.FORMS, x,
+            full_rank = encoded_set.sign_attempt(V, r, esk.slots, o, t, f_tail, params.zero_chunks, sets.FORMS, x,
                                                       units)
         else:
             full_rank = kernels.sign_attempt(V, r, esk.P1, esk.L, t, f_tail, x, units)
@@ -330,7 +331,7 @@ def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -
 
 @compiling("verify")
 def _verify_on_encoding(params: MayoParams, sig, t, epk) -> bool:
-    return bool(encoded_set.verify(sig, t, epk, params.k, params.n, params.v, params.zero_limbs, sets.FORMS,
+    return bool(encoded_set.verify(sig, t, epk, params.k, params.n, params.v, params.zero_chunks, sets.FORMS,
                                     params.f_tail_array, kernels.verify_units()))
 
 

@@ -14,7 +14,7 @@ from ...gf16 import sets
 from ...jit.cache import Operation
 from ...jit.cache import compiling as notice
 from ...jit.units import Ahead, obtain, prefetch
-from ..params import MayoParams
+from ..params import ROUND2, MayoParams
 from . import batch, encoded, layout, sign, solve, verify, whipping
 
 T = TypeVar("T")
@@ -31,8 +31,8 @@ longer than any notice says), for the notice (a helper process compiles signing'
 
 
 # The kernels that signing and verification call from here, with the argument types of those
-# calls, for each kernel set and vector size (1, 2 or 3 limbs): a first use has them compiled in
-# a helper process beside this one (``pqforge.jit.units``).
+# calls, for each kernel set and vector size (``_size``): a first use has them compiled in a
+# helper process beside this one (``pqforge.jit.units``).
 _u8 = {d: types.Array(types.uint8, d, "C") for d in (1, 2, 3)}
 _ro = {d: types.Array(types.uint8, d, "C", readonly=True) for d in (1, 2)}     # views of bytes
 _verdicts = types.Array(types.boolean, 1, "C")
@@ -40,13 +40,15 @@ _u64 = {d: types.Array(types.uint64, d, "C") for d in (1, 2, 3)}
 _int, _tail = types.int64, types.Array(types.int64, 1, "C")
 _bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
 _addresses = types.UniTuple(types.int64, 2)
-_LIMBS = (1, 2, 3)
+_LIMBS = sorted({p.limbs for p in ROUND2})                  # the portable kernels' sizes
+_CHUNKS = sorted({len(p.zero_chunks) for p in ROUND2})      # the encoded kernels' sizes
 _FORMS = {name: typeof(sets.forms_of(name)) for name in sets.NAMES if name != "portable"}   # of ``sets.FORMS``
 SIGN_ATTEMPT = {
-    **{name: tuple(Ahead(encoded.sign_attempt, (_u8[2], _u8[1], _u64[1], _int, _u8[1], _tail,
-                                                types.UniTuple(_int, limbs), forms, _u8[1], _addresses))
-                   for limbs in _LIMBS) for name, forms in _FORMS.items()},
-    "portable": (Ahead(sign.sign_attempt, (_u8[2], _u8[1], _u64[2], _u64[3], _u8[1], _tail, _u8[1], _addresses)),) * 3,
+    **{name: {chunks: Ahead(encoded.sign_attempt, (_u8[2], _u8[1], _u64[1], _int, _u8[1], _tail,
+                                                   types.UniTuple(_int, chunks), forms, _u8[1], _addresses))
+              for chunks in _CHUNKS} for name, forms in _FORMS.items()},
+    "portable": dict.fromkeys(_LIMBS, Ahead(sign.sign_attempt, (_u8[2], _u8[1], _u64[2], _u64[3], _u8[1], _tail,
+                                                                 _u8[1], _addresses))),
 }
 ASSEMBLE = Ahead(sign.assemble_signature, (_u8[2], _u8[2], _u8[1], _int, _u8[1]))
 _hash = types.Array(types.uint8, 1, "C", readonly=True)          # np.frombuffer of a digest
@@ -54,51 +56,59 @@ NIBBLES = (Ahead(layout.decode_nibbles_into, (_hash, _u8[2])), Ahead(layout.deco
            Ahead(layout.encode_nibbles_into, (_u8[1], _u8[1])))
 """Signing's byte boundary: the target, the vinegar bytes and the signature's encoding."""
 VERIFY = {
-    **{name: tuple(Ahead(encoded.verify, (_bytes, _bytes, _u8[1], _int, _int, _int, types.UniTuple(_int, limbs),
-                                          forms, _tail, _addresses)) for limbs in _LIMBS)
+    **{name: {chunks: Ahead(encoded.verify, (_bytes, _bytes, _u8[1], _int, _int, _int, types.UniTuple(_int, chunks),
+                                             forms, _tail, _addresses)) for chunks in _CHUNKS}
        for name, forms in _FORMS.items()},
-    "portable": tuple(Ahead(verify.verify_sized, (_bytes, _bytes, _u64[2], _int, _int, types.UniTuple(_int, limbs),
-                                                  types.UniTuple(_int, 1), _tail, _addresses)) for limbs in _LIMBS),
+    "portable": {limbs: Ahead(verify.verify_sized, (_bytes, _bytes, _u64[2], _int, _int, types.UniTuple(_int, limbs),
+                                                    types.UniTuple(_int, 1), _tail, _addresses)) for limbs in _LIMBS},
 }
 """Verification's kernel for a key's encoding (the bit-plane form comes after ``BITSLICED_AFTER``
 verifications with one key, with its own notice)."""
 SIGN_CHUNK = {
-    **{name: tuple(Ahead(batch.sign_chunk_encoded, (_u8[2], _u64[1], _u8[3], _u8[2], _u8[2], _tail, _int,
-                                                    types.UniTuple(_int, limbs), forms, _u8[2], _verdicts, _addresses))
-                   for limbs in _LIMBS) for name, forms in _FORMS.items()},
-    "portable": (Ahead(batch.sign_chunk, (_u8[2], _u64[2], _u64[3], _u8[3], _u8[2], _u8[2], _tail, _int, _u8[2],
-                                          _verdicts, _addresses)),) * 3,
+    **{name: {chunks: Ahead(batch.sign_chunk_encoded, (_u8[2], _u64[1], _u8[3], _u8[2], _u8[2], _tail, _int,
+                                                       types.UniTuple(_int, chunks), forms, _u8[2], _verdicts,
+                                                       _addresses))
+              for chunks in _CHUNKS} for name, forms in _FORMS.items()},
+    "portable": dict.fromkeys(_LIMBS, Ahead(batch.sign_chunk, (_u8[2], _u64[2], _u64[3], _u8[3], _u8[2], _u8[2], _tail,
+                                                                _int, _u8[2], _verdicts, _addresses))),
 }
 VERIFY_CHUNK = {
-    **{name: tuple((Ahead(batch.verify_chunk_encoded, (_u8[1], _int, types.UniTuple(_int, limbs), forms, _ro[1], _tail,
-                                                       _ro[2], _tail, _int, _int, _int, _int, _verdicts, _addresses)),)
-                   for limbs in _LIMBS) for name, forms in _FORMS.items()},
+    **{name: {chunks: (Ahead(batch.verify_chunk_encoded, (_u8[1], _int, types.UniTuple(_int, chunks), forms, _ro[1],
+                                                          _tail, _ro[2], _tail, _int, _int, _int, _int, _verdicts,
+                                                          _addresses)),)
+              for chunks in _CHUNKS} for name, forms in _FORMS.items()},
     # the portable loop per size and per form of the key: its encoding (a key's first
     # ``BITSLICED_AFTER`` verifications), then its bit planes
-    "portable": tuple(tuple(Ahead(batch.verify_chunk, (_u64[2], types.UniTuple(_int, limbs), nibbles, _ro[1], _tail,
-                                                       _ro[2], _tail, _int, _int, _int, _int, _verdicts, _addresses))
-                            for nibbles in (types.UniTuple(_int, 1), types.Tuple(())))
-                      for limbs in _LIMBS),
+    "portable": {limbs: tuple(Ahead(batch.verify_chunk, (_u64[2], types.UniTuple(_int, limbs), nibbles, _ro[1], _tail,
+                                                         _ro[2], _tail, _int, _int, _int, _int, _verdicts, _addresses))
+                              for nibbles in (types.UniTuple(_int, 1), types.Tuple(())))
+                 for limbs in _LIMBS},
 }
 SIGNING_HASHES = Ahead(batch.signing_hashes, (_ro[1], _tail, _ro[2], _ro[2], _tail, _int, _u8[2], _u8[2], _u8[3], _u8[2]))
 """The one-key batch loops (``batch_cpu.sign_loop``, ``verify_loop``) and the batch's hashing."""
 
 
+def _size(p: MayoParams) -> int:
+    """The vector size that the kernels of the set in use are compiled for: p's 16-byte chunks
+    (``MayoParams.zero_chunks``) for an encoded set, its limbs for the portable one."""
+    return len(p.zero_chunks) if sets.ENCODED else p.limbs
+
+
 def signing(p: MayoParams) -> tuple:
     """Signing's kernels for p, the largest first (the solver, the whip: ``sign.units()``)."""
-    return solve.SOLVE, whipping.WHIP, SIGN_ATTEMPT[sets.NAME][p.limbs - 1], ASSEMBLE, *NIBBLES
+    return solve.SOLVE, whipping.WHIP, SIGN_ATTEMPT[sets.NAME][_size(p)], ASSEMBLE, *NIBBLES
 
 
 def verifying(p: MayoParams) -> tuple:
-    return whipping.WHIP, VERIFY[sets.NAME][p.limbs - 1]
+    return whipping.WHIP, VERIFY[sets.NAME][_size(p)]
 
 
 def serving(p: MayoParams) -> tuple:
     """What ``pqforge serve`` batches its sign and verify requests into, for p: the one-key
     batch loops, the batch's hashing and the units they call. The largest first, for the helper
     that starts on them while this process generates a key (``compile_serving``)."""
-    i = p.limbs - 1
-    return *VERIFY_CHUNK[sets.NAME][i], solve.SOLVE, SIGN_CHUNK[sets.NAME][i], whipping.WHIP, SIGNING_HASHES
+    size = _size(p)
+    return *VERIFY_CHUNK[sets.NAME][size], solve.SOLVE, SIGN_CHUNK[sets.NAME][size], whipping.WHIP, SIGNING_HASHES
 
 
 def compile_serving(p: MayoParams, meanwhile: Callable[[], T]) -> T:
@@ -138,5 +148,5 @@ def compiling(path: str) -> Callable[[Operation], Operation]:
     all encoded kernels, also compiled per size."""
     def marker(p: MayoParams) -> str:
         sized = path.startswith("verify") or (sets.ENCODED and path in ("keygen", "secret-key expansion", "sign"))
-        return f"mayo {path} {sets.NAME}" + (f" {p.limbs} limbs" if sized else "")
+        return f"mayo {path} {sets.NAME}" + (f" {_size(p)} {'chunks' if sets.ENCODED else 'limbs'}" if sized else "")
     return notice(path, COMPILE_SECONDS[sets.NAME][path], marker, prefetch=_prepare(path))

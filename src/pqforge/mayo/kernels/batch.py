@@ -146,7 +146,7 @@ def verify_chunk(P, limbs, nibbles, data, offsets, sigs, f_tail, k, n, m, digest
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def verify_chunk_encoded(epk, v, limbs, like, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out, units):
+def verify_chunk_encoded(epk, v, chunks, like, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out, units):
     """``verify_chunk`` from the expanded public key's encoding P1 || P2 || P3 (``epk``, with its
     spare bytes) by the GFNI kernels (``encoded_set.evaluate_public``).
 
@@ -155,7 +155,7 @@ def verify_chunk_encoded(epk, v, limbs, like, data, offsets, sigs, f_tail, k, n,
     hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
     for b in range(sigs.shape[0]):
         _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-        encoded_set.evaluate_public(s, epk, v, limbs, like, f_tail, y, units)
+        encoded_set.evaluate_public(s, epk, v, chunks, like, f_tail, y, units)
         out[b] = _equal(y, t)
 
 
@@ -180,7 +180,7 @@ def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def verify_fresh_keys_encoded(epks, v, limbs, like, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out,
+def verify_fresh_keys_encoded(epks, v, chunks, like, first, data, offsets, sigs, f_tail, k, n, m, digest_bytes, out,
                               units):
     """``verify_fresh_keys`` by the GFNI kernels: key q's expanded public key is the row epks[q]
     (P1 || P2 || P3 and spare bytes, as ``ExpandedPublicKey.encoded``), read in place.
@@ -191,7 +191,7 @@ def verify_fresh_keys_encoded(epks, v, limbs, like, first, data, offsets, sigs, 
     for q in range(epks.shape[0]):
         for b in range(first[q], first[q + 1]):
             _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
-            encoded_set.evaluate_public(s, epks[q], v, limbs, like, f_tail, y, units)
+            encoded_set.evaluate_public(s, epks[q], v, chunks, like, f_tail, y, units)
             out[b] = _equal(y, t)
 
 
@@ -213,14 +213,14 @@ def sign_chunk(O, P1, L, V, R, T, f_tail, n, S, ok, units):
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def sign_chunk_encoded(O, slots, V, R, T, f_tail, n, limbs, like, S, ok, units):
+def sign_chunk_encoded(O, slots, V, R, T, f_tail, n, chunks, like, S, ok, units):
     """``sign_chunk`` with P1 || L in their encoding (``ExpandedSecretKey.slots``) by the GFNI
     kernels (``encoded_set.sign_attempt``). Secret: as there. Runs without the GIL."""
     B, k, v = V.shape
     o = O.shape[1]
     x = np.zeros(k * o, np.uint8)
     for b in range(B):
-        ok[b] = encoded_set.sign_attempt(V[b], R[b], slots, o, T[b], f_tail, limbs, like, x, units)
+        ok[b] = encoded_set.sign_attempt(V[b], R[b], slots, o, T[b], f_tail, chunks, like, x, units)
         assemble_signature(V[b], O, x, n, S[b])
 
 
@@ -246,7 +246,7 @@ def sign_fresh_keys(streams, O, first, V, R, T, f_tail, n, m, S, ok, units):
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, limbs, like, S, ok, units):
+def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, chunks, like, S, ok, units):
     """``sign_fresh_keys`` by the GFNI kernels: key q's P1 || P2 in its slots, the row slots[q]
     (``scheme.public_slots``), expanded in place into P1 || L (``encoded_set.expand_secret_slots``),
     then one signing attempt for each of its elements (``sign_chunk_encoded``).
@@ -255,19 +255,19 @@ def sign_fresh_keys_encoded(slots, O, first, V, R, T, f_tail, n, limbs, like, S,
     public. Runs without the GIL.
     """
     for q in range(slots.shape[0]):
-        encoded_set.expand_secret_slots(slots[q], O[q], limbs, like)
+        encoded_set.expand_secret_slots(slots[q], O[q], chunks, like)
         a, b = first[q], first[q + 1]
-        sign_chunk_encoded(O[q], slots[q], V[a:b], R[a:b], T[a:b], f_tail, n, limbs, like, S[a:b], ok[a:b], units)
+        sign_chunk_encoded(O[q], slots[q], V[a:b], R[a:b], T[a:b], f_tail, n, chunks, like, S[a:b], ok[a:b], units)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
-def public_keys_chunk_encoded(slots, oils, v, o, limbs, like, out):
+def public_keys_chunk_encoded(slots, oils, v, o, chunks, like, out):
     """out[q] = the encoded P3 of key q from its P1 || P2 in slots (the row slots[q]) and its oil
     matrix's encoding oils[q] (``encoded_set.public_key_from_slots``). Secret: the oil matrices
     and all derived from them. Runs without the GIL.
     """
     for q in range(slots.shape[0]):
-        encoded_set.public_key_from_slots(slots[q], oils[q], v, o, limbs, like, out[q])
+        encoded_set.public_key_from_slots(slots[q], oils[q], v, o, chunks, like, out[q])
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)

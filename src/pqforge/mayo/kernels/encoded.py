@@ -1,4 +1,4 @@
-"""MAYO's GF(16) products on m-vectors in their byte encoding, for the GFNI and AVX2 kernel sets.
+"""MAYO's GF(16) products on m-vectors in their byte encoding, for the gfni, avx2 and neon kernel sets.
 
 Used for key generation, secret-key expansion, signing's products and verification's quadratic
 form when ``gf16.sets.ENCODED``: the keystream of P1 || P2 is already the encoding, so the
@@ -7,7 +7,8 @@ public key is the specification's byte string, and only the small products of an
 verification go to bit planes (for the whipping and the linear solve).
 
 Layout: a flat uint64 array of slots, one m-vector's m/2 bytes at the start of each slot of
-W = 4 * len(limbs) words and zero after them: first the v(v+1)/2 entries of the packed upper
+W = ``slot_words(chunks)`` words and zero after them (``chunks``: ``MayoParams.zero_chunks``, the
+vector's 16-byte chunks, of which the products touch no more): first the v(v+1)/2 entries of the packed upper
 triangle P1 (row by row, j >= i), then the v x o entries of P2 (or L), row by row. Every sum is
 one row of a matrix product: sum_q A[R, q] B[q, :] for m-vectors A and a matrix of scalars B
 (O, or the transposed vinegar or signature vectors), each A[R, q] read once for all of B's
@@ -25,6 +26,7 @@ follow the public sizes only.
 import numba as nb
 import numpy as np
 
+from ...gf16.blocks import slot_words
 from ...gf16.gfni import matrix_forms, row_accumulate, row_flush, row_scratch
 from ...jit.cache import JIT_CACHE
 from .layout import decode_nibbles_into, equals_nibbles, slots_to_bitsliced, unbitslice_into
@@ -35,22 +37,22 @@ _JIT = dict(cache=JIT_CACHE, nogil=True)
 
 
 @nb.njit(**_JIT)
-def _add_p1_times_oil(slots, forms, v, o, limbs, symmetric, like):
+def _add_p1_times_oil(slots, forms, v, o, chunks, symmetric, like):
     """Q ^= P1 O, where Q is the v x o block after P1 (P2 on entry) and ``forms`` O's
     (``matrix_forms``); with ``symmetric`` (public), Q ^= (P1 + P1^T) O instead, whose diagonal is
     zero: row r of Q takes P1[r, j] O[j, :] along P1's packed row r (j > r), and the transpose's
     P1[j, r] O[j, :] down P1's column r (j < r). Callers pass ``symmetric`` as ``np.bool_(...)``, not
     a constant: numba compiles a function once per constant it is called with."""
-    W = 4 * len(limbs)
+    W = slot_words(chunks)
     q0 = v * (v + 1) // 2 * W
     first = 1 if symmetric else 0
-    tmp = row_scratch(o, limbs)
+    tmp = row_scratch(o, chunks)
     e = 0                                              # slot of P1[r, r]
     for r in range(v):
-        row_accumulate(tmp, slots, e + first * W, W, 0, v - r - first, forms, r + first, o, limbs)
+        row_accumulate(tmp, slots, e + first * W, W, 0, v - r - first, forms, r + first, o, chunks)
         if symmetric:                                  # P1[j, r] for j < r: from slot r, then (v - 1 - j) on
-            row_accumulate(tmp, slots, r * W, (v - 1) * W, W, r, forms, 0, o, limbs)
-        row_flush(slots, q0 + r * o * W, W, tmp, o, limbs, like)
+            row_accumulate(tmp, slots, r * W, (v - 1) * W, W, r, forms, 0, o, chunks)
+        row_flush(slots, q0 + r * o * W, W, tmp, o, chunks, like)
         e += (v - r) * W
 
 
@@ -66,21 +68,21 @@ def oil_forms(oil, v, o, like):
 
 
 @nb.njit(**_JIT)
-def public_key_from_slots(slots, oil, v, o, limbs, like, out):
+def public_key_from_slots(slots, oil, v, o, chunks, like, out):
     """out = Encode(Upper(O^T (P1 O + P2))), the public part of key generation after hashing,
     from P1 || P2 in ``slots`` (which end up holding P1 || P1 O + P2) and the oil matrix O (v, o)
     in its encoding ``oil``. out: the (o(o+1)/2) m/2 bytes of P3's upper triangle, row by row.
     Secret: O and the products."""
-    W = 4 * len(limbs)
+    W = slot_words(chunks)
     mb = out.shape[0] // (o * (o + 1) // 2)
     forms = oil_forms(oil, v, o, like)
-    _add_p1_times_oil(slots, forms, v, o, limbs, np.bool_(False), like)    # Q = P1 O + P2
+    _add_p1_times_oil(slots, forms, v, o, chunks, np.bool_(False), like)    # Q = P1 O + P2
     q0 = v * (v + 1) // 2 * W
     P3 = np.zeros(o * o * W, np.uint64)                       # P3[:, c] = sum_r Q[r, c] O[r, :]
-    tmp = row_scratch(o, limbs)
+    tmp = row_scratch(o, chunks)
     for c in range(o):
-        row_accumulate(tmp, slots, q0 + c * W, o * W, 0, v, forms, 0, o, limbs)
-        row_flush(P3, c * W, o * W, tmp, o, limbs, like)
+        row_accumulate(tmp, slots, q0 + c * W, o * W, 0, v, forms, 0, o, chunks)
+        row_flush(P3, c * W, o * W, tmp, o, chunks, like)
     entry = np.zeros(W, np.uint64)                            # Upper: P3[i, j] + P3[j, i] above the diagonal
     entry_bytes = entry.view(np.uint8)
     at = 0
@@ -96,61 +98,61 @@ def public_key_from_slots(slots, oil, v, o, limbs, like, out):
 
 
 @nb.njit(**_JIT)
-def expand_secret_slots(slots, O, limbs, like):
+def expand_secret_slots(slots, O, chunks, like):
     """L = (P1 + P1^T) O + P2 in place of P2 in ``slots`` (P1 stays), for the oil matrix O (v, o).
     Secret: O and L."""
     v, o = O.shape
-    _add_p1_times_oil(slots, matrix_forms(O, like), v, o, limbs, np.bool_(True), like)
+    _add_p1_times_oil(slots, matrix_forms(O, like), v, o, chunks, np.bool_(True), like)
 
 
 # inlined: its only caller compiles it once (compiled alone it would be optimised twice)
 @nb.njit(**_JIT, inline="always")
-def quadratic_pairs(forms, k, size, P, limbs, like, U):
+def quadratic_pairs(forms, k, size, P, chunks, like, U):
     """U[i, j] ^= x_i^T P x_j (k*k slots, flat) for the k vectors x_i of length ``size`` given by
     the forms of X^T (``matrix_forms``, size x k) and the packed upper-triangular P (flat slots;
     its first size(size+1)/2 entries): first PX[j, r] = sum_{c >= r} P[r, c] x_j[c] along each
     packed row (k*size slots), then U[i, j] = sum_r x_i[r] PX[j, r]. Secret in signing: X and P
     (the vinegar vectors, P1)."""
-    W = 4 * len(limbs)
+    W = slot_words(chunks)
     PX = np.zeros(k * size * W, np.uint64)
-    tmp = row_scratch(k, limbs)
+    tmp = row_scratch(k, chunks)
     e = 0
     for r in range(size):
-        row_accumulate(tmp, P, e, W, 0, size - r, forms, r, k, limbs)
-        row_flush(PX, r * W, size * W, tmp, k, limbs, like)
+        row_accumulate(tmp, P, e, W, 0, size - r, forms, r, k, chunks)
+        row_flush(PX, r * W, size * W, tmp, k, chunks, like)
         e += (size - r) * W
     for j in range(k):
-        row_accumulate(tmp, PX, j * size * W, W, 0, size, forms, 0, k, limbs)
-        row_flush(U, j * W, k * W, tmp, k, limbs, like)
+        row_accumulate(tmp, PX, j * size * W, W, 0, size, forms, 0, k, chunks)
+        row_flush(U, j * W, k * W, tmp, k, chunks, like)
 
 
 # inlined: its only caller compiles it once (compiled alone it would be optimised twice)
 @nb.njit(**_JIT, inline="always")
-def sign_products(V, slots, o, limbs, like, M, U):
+def sign_products(V, slots, o, chunks, like, M, U):
     """The products of one signing attempt on the encoding: M[i, c] = v_i^T L[:, c] (k*o slots)
     and U[i, j] = v_i^T P1 v_j (k*k slots), accumulated into M and U (flat, zeroed), for the
     vinegar vectors V (k, v) and P1 || L in ``slots``. Secret: V, P1, L and the products."""
     k, v = V.shape
-    W = 4 * len(limbs)
+    W = slot_words(chunks)
     forms = matrix_forms(np.ascontiguousarray(V.T), like)
     l0 = v * (v + 1) // 2 * W
-    tmp = row_scratch(k, limbs)
+    tmp = row_scratch(k, chunks)
     for c in range(o):                                         # M[:, c] = sum_j L[j, c] V^T[j, :]
-        row_accumulate(tmp, slots, l0 + c * W, o * W, 0, v, forms, 0, k, limbs)
-        row_flush(M, c * W, o * W, tmp, k, limbs, like)
-    quadratic_pairs(forms, k, v, slots, limbs, like, U)
+        row_accumulate(tmp, slots, l0 + c * W, o * W, 0, v, forms, 0, k, chunks)
+        row_flush(M, c * W, o * W, tmp, k, chunks, like)
+    quadratic_pairs(forms, k, v, slots, chunks, like, U)
 
 
 @nb.njit(**_JIT)
-def sign_attempt(V, r, slots, o, t, f_tail, limbs, like, x, units):
+def sign_attempt(V, r, slots, o, t, f_tail, chunks, like, x, units):
     """``kernels.sign_attempt`` with P1 || L in their encoding: the products here, then M and U
     to bit planes for ``kernels.whip_and_solve``. Writes x and returns the (public) rank bit.
     ``units``: ``sign.units()``. Secret: all inputs and x."""
     k = V.shape[0]
-    W = 4 * len(limbs)
+    W = slot_words(chunks)
     Ms = np.zeros((k * o, W), np.uint64)
     Us = np.zeros((k * k, W), np.uint64)
-    sign_products(V, slots, o, limbs, like, Ms.reshape(k * o * W), Us.reshape(k * k * W))
+    sign_products(V, slots, o, chunks, like, Ms.reshape(k * o * W), Us.reshape(k * k * W))
     M = np.empty((k, o, W), np.uint64)
     U = np.empty((k, k, W), np.uint64)
     slots_to_bitsliced(Ms, M.reshape(k * o, W))
@@ -160,7 +162,7 @@ def sign_attempt(V, r, slots, o, t, f_tail, limbs, like, x, units):
 
 # inlined: its only caller compiles it once (compiled alone it would be optimised twice)
 @nb.njit(**_JIT, inline="always")
-def evaluate_public(S, epk, v, limbs, like, f_tail, y, units):
+def evaluate_public(S, epk, v, chunks, like, f_tail, y, units):
     """y = P*(s) = sum_ell z^ell s_i^T P s_j (the whipped public map) for the k rows of S, read
     straight from the specification's expanded public key P1 || P2 || P3 (``epk``, uint8, m/2
     bytes an m-vector, at least 8W spare bytes after it); y (m elements) is overwritten.
@@ -173,26 +175,26 @@ def evaluate_public(S, epk, v, limbs, like, f_tail, y, units):
     o = n - v
     m = y.shape[0]
     mb = (m + 1) // 2
-    W = 4 * len(limbs)
+    W = slot_words(chunks)
     forms = matrix_forms(np.ascontiguousarray(S.T), like)
     PX = np.zeros(k * n * W, np.uint64)                        # PX[j, r] = sum_{c >= r} P[r, c] s_j[c]
-    tmp = row_scratch(k, limbs)
+    tmp = row_scratch(k, chunks)
     p1 = 0
     p2 = v * (v + 1) // 2 * mb
     for r in range(v):
-        row_accumulate(tmp, epk, p1, mb, 0, v - r, forms, r, k, limbs)
-        row_accumulate(tmp, epk, p2 + r * o * mb, mb, 0, o, forms, v, k, limbs)
-        row_flush(PX, r * W, n * W, tmp, k, limbs, like)
+        row_accumulate(tmp, epk, p1, mb, 0, v - r, forms, r, k, chunks)
+        row_accumulate(tmp, epk, p2 + r * o * mb, mb, 0, o, forms, v, k, chunks)
+        row_flush(PX, r * W, n * W, tmp, k, chunks, like)
         p1 += (v - r) * mb
     p3 = p2 + v * o * mb
     for r in range(v, n):
-        row_accumulate(tmp, epk, p3, mb, 0, n - r, forms, r, k, limbs)
-        row_flush(PX, r * W, n * W, tmp, k, limbs, like)
+        row_accumulate(tmp, epk, p3, mb, 0, n - r, forms, r, k, chunks)
+        row_flush(PX, r * W, n * W, tmp, k, chunks, like)
         p3 += (n - r) * mb
     Us = np.zeros(k * k * W, np.uint64)
     for j in range(k):
-        row_accumulate(tmp, PX, j * n * W, W, 0, n, forms, 0, k, limbs)
-        row_flush(Us, j * W, k * W, tmp, k, limbs, like)
+        row_accumulate(tmp, PX, j * n * W, W, 0, n, forms, 0, k, chunks)
+        row_flush(Us, j * W, k * W, tmp, k, chunks, like)
     Ub = Us.view(np.uint8)
     for q in range(k * k):
         for b in range(mb, 8 * W):
@@ -205,12 +207,12 @@ def evaluate_public(S, epk, v, limbs, like, f_tail, y, units):
 
 
 @nb.njit(**_JIT)
-def verify(sig, t, epk, k, n, v, limbs, like, f_tail, units):
+def verify(sig, t, epk, k, n, v, chunks, like, f_tail, units):
     """Whether P*(s) = t for the signature's s (its first k n elements) and the nibble string
     ``t`` (m/2 bytes): the byte boundary of one verification and ``evaluate_public``, in one
     compiled call. Public data only."""
     S = np.empty((k, n), np.uint8)
     decode_nibbles_into(sig, S)
     y = np.zeros(2 * len(t), np.uint8)
-    evaluate_public(S, epk, v, limbs, like, f_tail, y, units)
+    evaluate_public(S, epk, v, chunks, like, f_tail, y, units)
     return equals_nibbles(y, t)

@@ -3,7 +3,11 @@ byte boundary of signing and verification (each kernel says which of its data is
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic, overload
 
+from ...gf16.blocks import Codegen, arrays_ok, octets, slot_words
 from ...gf16.kernels import bitslice_stream
 from ...jit.cache import JIT_CACHE
 
@@ -103,3 +107,70 @@ def equals_nibbles(y, data):
     for i in range(y.shape[0]):
         differ |= y[i] ^ ((data[i >> 1] >> (4 * (i & 1))) & 15)
     return differ == 0
+
+
+def rows_to_slots(stream, count, row_bytes, chunks, slots):
+    """Each of the ``count`` rows of ``stream`` (uint8, row_bytes bytes a row, back to back) at
+    the start of its slot in ``slots`` (flat uint64, slots of ``slot_words(chunks)`` words, at
+    most 16 len(chunks) bytes a row), zero after it: the keystream of P1 || P2 laid out for the
+    encoded kernels. Compiled, a row is copied 16 bytes at a time, the last 16 masked, so
+    ``stream`` must have 15 readable bytes after its last row. Public data (the public matrices)."""
+    W = slot_words(chunks)
+    out = slots.view(np.uint8)
+    for r in range(count):
+        out[8 * W * r:8 * W * (r + 1)] = 0
+        out[8 * W * r:8 * W * r + row_bytes] = stream[r * row_bytes:(r + 1) * row_bytes]
+
+
+@intrinsic
+def _rows_to_slots(typingctx, stream, count, row_bytes, chunks, slots):
+    """The compiled ``rows_to_slots``: per row, one unaligned 16-byte load, mask and store a
+    chunk, and zero stores for the rest of the slot. No bounds check."""
+    if not (arrays_ok(stream, slots) and stream.dtype == types.uint8 and slots.dtype == types.uint64
+            and isinstance(chunks, types.UniTuple)):
+        return None
+    pieces = 2 * ((chunks.count + 1) // 2)          # 16-byte pieces a slot
+    sig = types.void(stream, count, row_bytes, chunks, slots)
+
+    def codegen(context, builder, signature, args):
+        g = Codegen(context, builder)
+        kinds = signature.args
+        i64, kind = ir.IntType(64), octets(16)
+        src, dst = g.data(kinds[0], args[0]), g.data(kinds[4], args[4])
+        dst = builder.bitcast(dst, ir.IntType(8).as_pointer())
+        count_, row_ = g.index(args[1], kinds[1]), g.index(args[2], kinds[2])
+        # byte j of chunk c is kept where 16 c + j < row_bytes
+        masks = []
+        for c in range(chunks.count):
+            wide = ir.VectorType(i64, 16)
+            inside = builder.icmp_unsigned("<", ir.Constant(wide, [16 * c + j for j in range(16)]), g.broadcast(row_, wide))
+            masks.append(builder.sext(inside, kind))
+        with cgutils.for_range(builder, count_) as rows:
+            r = rows.index
+            source, target = builder.mul(r, row_), builder.mul(r, i64(16 * pieces))
+            for c in range(pieces):
+                to = g.block(dst, builder.add(target, i64(16 * c)), kind)
+                if c < chunks.count:
+                    piece = g.load(g.block(src, builder.add(source, i64(16 * c)), kind))
+                    g.store(builder.and_(piece, masks[c]), to)
+                else:
+                    g.store(ir.Constant(kind, [0] * 16), to)
+        return context.get_dummy_value()
+    return sig, codegen
+
+
+@overload(rows_to_slots, inline="always")
+def _rows_to_slots_compiled(stream, count, row_bytes, chunks, slots):
+    if not isinstance(chunks, types.UniTuple):
+        return None
+
+    def impl(stream, count, row_bytes, chunks, slots):
+        _rows_to_slots(stream, count, row_bytes, chunks, slots)
+    return impl
+
+
+@nb.njit(**_JIT)
+def keystream_to_slots(stream, count, row_bytes, chunks, slots):
+    """``rows_to_slots``, compiled, for callers in Python."""
+    rows_to_slots(stream, count, row_bytes, chunks, slots)
+
