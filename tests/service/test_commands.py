@@ -73,6 +73,32 @@ def test_invalid_options_are_one_line_errors_before_anything_starts(tmp_path):
     assert list(tmp_path.iterdir()) == [config]     # no master key, no database
 
 
+def test_a_number_outside_its_range_is_refused_naming_option_range_and_value(tmp_path):
+    for option, value, bounds in (("--max-batch", "99999999999999999999", "from 1 to 65536"),
+                                  ("--max-wait-ms", "1e400", "from 0 to 60000"),
+                                  ("--workers", "100000", "from 1 to 256"),
+                                  ("--drain-timeout", "86401", "from 0 to 3600"),
+                                  ("--port", "65536", "from 0 to 65535")):
+        err = _one_line_error(cli("serve", option, value, cwd=tmp_path))
+        assert f"argument {option}: expected" in err and bounds in err and repr(value) in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_numeric_setting_has_a_range():
+    import pytest
+    from pqforge.errors import InvalidInput
+    from pqforge.service.config import RANGES, Settings
+    for name in ("max_batch", "max_wait_ms", "max_queue", "max_messages", "max_body_bytes", "compute_threads",
+                 "workers", "cache_ttl_s", "port"):
+        low, high = RANGES[name]
+        assert getattr(Settings(**{name: low}), name) == low and getattr(Settings(**{name: high}), name) == high
+        for bad in (low - 1, high + 1, 10 ** 20):
+            with pytest.raises(InvalidInput, match=rf"^{name}: expected .*from {low} to {high}.*, got {bad}$"):
+                Settings(**{name: bad})
+    with pytest.raises(InvalidInput, match="max_wait_ms: expected a number"):
+        Settings(max_wait_ms=float("nan"))
+
+
 def test_an_unknown_store_scheme_creates_nothing(tmp_path):
     done = cli("serve", "--store", "mysql://x", "--port", "0", cwd=tmp_path)
     assert "sqlite:///PATH or postgresql://" in _one_line_error(done)

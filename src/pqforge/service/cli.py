@@ -12,7 +12,7 @@ import sys
 import time
 
 from ..errors import PQForgeError
-from .config import Settings
+from .config import FRACTIONAL, RANGES, Settings, expected, in_range
 
 
 def _settings(args) -> Settings:
@@ -173,15 +173,17 @@ def _store_options(p) -> None:
     p.add_argument("--config", help="TOML file with a [serve] table of settings")
 
 
-def _port(text: str) -> int:
-    """argparse type: a TCP port, 1 to 65535, or 0 for any free port."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected 1 to 65535 (0: any free port), got {value}")
-    return value
+def _ranged(name: str):
+    """argparse type: a value of the setting ``name`` within its range (``config.RANGES``)."""
+    def parse(text: str):
+        try:
+            value = float(text) if name in FRACTIONAL else int(text)
+        except ValueError:
+            value = None
+        if not in_range(name, value):
+            raise argparse.ArgumentTypeError(f"expected {expected(name)}, got {text!r}")
+        return value
+    return parse
 
 
 def _list_of(parse):
@@ -192,23 +194,26 @@ def _list_of(parse):
 
 
 def add_parser(sub) -> None:
-    from ..cli import non_negative_float, positive_float, positive_int
+    from ..cli import positive_float, positive_int
     s = sub.add_parser("serve", help="run the HTTP signing / verification / KEM service")
     _store_options(s)
     s.add_argument("--host", help="address to listen on (default 127.0.0.1: loopback only)")
-    s.add_argument("--port", type=_port, help="port, 1 to 65535 (default 8000; 0: any free port)")
+    s.add_argument("--port", type=_ranged("port"), help="port, 1 to 65535 (default 8000; 0: any free port)")
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], help="batch backend (default cpu)")
-    s.add_argument("--max-batch", type=positive_int, help="flush a queue at this many requests (default 256)")
-    s.add_argument("--max-wait-ms", type=non_negative_float,
-                   help="... or when its oldest request waited this long (default 0: at once)")
+    s.add_argument("--max-batch", type=_ranged("max_batch"),
+                   help="flush a queue at this many requests, %d to %d (default 256)" % RANGES["max_batch"])
+    s.add_argument("--max-wait-ms", type=_ranged("max_wait_ms"),
+                   help="... or when its oldest request waited this long, %d to %d (default 0: at once)"
+                        % RANGES["max_wait_ms"])
     s.add_argument("--master-key-file", help="master key file (mode 0600; created when absent; default beside "
                                              "the SQLite file). PQFORGE_MASTER_KEY (base64) takes precedence")
     s.add_argument("--public-verify", action="store_true", help="let anyone verify, without a token")
-    s.add_argument("--workers", type=positive_int, help="server processes sharing the port (default 1)")
+    s.add_argument("--workers", type=_ranged("workers"),
+                   help="server processes sharing the port, %d to %d (default 1)" % RANGES["workers"])
     s.add_argument("--ssl-certfile", help="TLS certificate (PEM); with --ssl-keyfile serves https")
     s.add_argument("--ssl-keyfile", help="TLS private key (PEM)")
-    s.add_argument("--drain-timeout", type=non_negative_float, default=30.0,
-                   help="seconds SIGTERM waits for requests in flight (default 30)")
+    s.add_argument("--drain-timeout", type=_ranged("drain_timeout"), default=30.0,
+                   help="seconds SIGTERM waits for requests in flight, %d to %d (default 30)" % RANGES["drain_timeout"])
     s.add_argument("--access-log", action="store_true", help="log every request")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     s.add_argument("--ray", action="store_true", help="deploy on Ray Serve instead (needs the ray extra)")
@@ -233,9 +238,9 @@ def add_parser(sub) -> None:
     s.add_argument("--alg", default="MAYO-2")
     s.add_argument("--concurrency", type=_list_of(positive_int), default="1,16,64",
                    help="client counts (comma-separated)")
-    s.add_argument("--max-batch", type=_list_of(positive_int), default="64,256",
+    s.add_argument("--max-batch", type=_list_of(_ranged("max_batch")), default="64,256",
                    help="max_batch settings (comma-separated)")
-    s.add_argument("--max-wait-ms", type=_list_of(non_negative_float), default="0",
+    s.add_argument("--max-wait-ms", type=_list_of(_ranged("max_wait_ms")), default="0",
                    help="max_wait_ms settings (comma-separated)")
     s.add_argument("--requests", type=positive_int, default=4000, help="requests per measurement (bound)")
     s.add_argument("--seconds", type=positive_float, default=10.0, help="time limit per measurement")
@@ -243,7 +248,7 @@ def add_parser(sub) -> None:
     s.add_argument("--many-clients", type=positive_int, default=4,
                    help="clients sending sign-many / verify-many requests at once (default 4)")
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="cpu")
-    s.add_argument("--workers", type=positive_int, default=1, help="server processes (default 1)")
+    s.add_argument("--workers", type=_ranged("workers"), default=1, help="server processes (default 1)")
     s.add_argument("--load", choices=["auto", "wrk", "python"], default="auto",
                    help="single-message load generator: wrk (when installed: auto) or this Python process")
     s.set_defaults(func=cmd_bench_serve)
