@@ -58,19 +58,67 @@ def _require_extra(*modules: str, extra: str = "serve") -> None:
 
 def _check_serve(settings: Settings):
     """Refuse what would fail only after the master key and the store were created: a store
-    without its driver or directory, a missing TLS file. Returns the (not yet connected) store."""
+    without its driver or directory, TLS files that do not load. Returns the (not yet
+    connected) store."""
     from .store import open_store
     store = open_store(settings.store)
     if settings.store.startswith("sqlite:///"):
         directory = os.path.dirname(store.path) or "."
         if not os.path.isdir(directory):
             raise PQForgeError(f"store: no directory {directory} for the SQLite file {store.path}")
+    if settings.ssl_keyfile and not settings.ssl_certfile:
+        raise PQForgeError("--ssl-keyfile needs --ssl-certfile")
     for option, path in (("--ssl-certfile", settings.ssl_certfile), ("--ssl-keyfile", settings.ssl_keyfile)):
         if path and not os.path.isfile(path):
             raise PQForgeError(f"{option}: no file {path}")
-    if settings.ssl_keyfile and not settings.ssl_certfile:
-        raise PQForgeError("--ssl-keyfile needs --ssl-certfile")
+    if settings.ssl_certfile:       # as uvicorn will load them, so that a bad file is refused here
+        import ssl
+        files = settings.ssl_certfile + (f" and --ssl-keyfile {settings.ssl_keyfile}" if settings.ssl_keyfile else "")
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(settings.ssl_certfile, settings.ssl_keyfile)
+        except ssl.SSLError as exc:     # not PEM, or a key that is not the certificate's
+            raise PQForgeError(f"cannot load TLS --ssl-certfile {files}: expected a PEM certificate and its "
+                               f"private key ({exc.reason or exc})") from None
+        except OSError as exc:
+            raise PQForgeError(f"cannot load TLS --ssl-certfile {files}: {exc.strerror or exc}") from None
     return store
+
+
+def _listen(host: str, port: int):
+    """A socket bound to host:port and listening, for uvicorn to serve on: a port in use or not
+    allowed is an error before the banner, and no other process can take the port meanwhile."""
+    import errno
+    import socket
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)    # as uvicorn: no wait after a restart
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        reason = {errno.EADDRINUSE: "the port is in use; choose another --port (0: any free port)",
+                  errno.EACCES: "permission denied (ports below 1024 need privileges); choose a --port "
+                                "from 1024 up"}.get(exc.errno, exc.strerror or str(exc))
+        raise PQForgeError(f"cannot listen on {host}:{port}: {reason}") from None
+    sock.set_inheritable(True)      # --workers: the worker processes serve on it
+    return sock
+
+
+def _check_reachable(store, url: str) -> None:
+    """A PostgreSQL store that cannot be reached is an error before the banner (an SQLite file
+    is made by the first connection, after the other checks)."""
+    from .app import _store_label
+    from .store import StoreUnavailable
+    if url.startswith("sqlite:///"):
+        return
+    try:
+        store.ping()
+    except StoreUnavailable as exc:
+        cause = str(exc.__context__ or exc).strip().splitlines()[0]
+        raise PQForgeError(f"store {_store_label(url)} is unreachable: {cause}") from None
+    finally:
+        store.close()
 
 
 def _exit_zero_after_drain(service) -> None:
@@ -92,6 +140,10 @@ def cmd_serve(args) -> int:
         _require_extra("ray", extra="ray")
     settings = _settings(args)
     store = _check_serve(settings)
+    sock = _listen(settings.host, settings.port)
+    if args.ray:        # Ray's proxy binds the port itself: this was only the check
+        sock.close()
+    _check_reachable(store, settings.store)
     configure_logging(args.log_level)
     mode = store.exposed_mode()
     if mode is not None:
@@ -102,27 +154,53 @@ def cmd_serve(args) -> int:
         from . import ray_app
         return ray_app.run(settings)
     import uvicorn
+    from uvicorn.supervisors import Multiprocess
 
     from .sealing import load_master_key
     _, master_key_source = load_master_key(settings.master_key_path())   # created once, here
     scheme = "https" if settings.ssl_certfile else "http"
+    port = sock.getsockname()[1]        # the one chosen where --port is 0
     note = ("loopback only; --host 0.0.0.0 listens on all interfaces"
             if settings.host in ("127.0.0.1", "localhost", "::1") else "all addresses of this host can reach it")
-    print(f"pqforge serve: {scheme}://{settings.host}:{settings.port} ({note}); "
+    print(f"pqforge serve: {scheme}://{settings.host}:{port} ({note}); "
           f"master key: {master_key_source}", file=sys.stderr, flush=True)
     from .protocol import http_protocol
-    options = dict(host=settings.host, port=settings.port, ssl_certfile=settings.ssl_certfile,
+    options = dict(host=settings.host, port=port, ssl_certfile=settings.ssl_certfile,
                    ssl_keyfile=settings.ssl_keyfile, log_config=None, access_log=args.access_log,
                    timeout_graceful_shutdown=args.drain_timeout, http=http_protocol())
+    running = logging.getLogger("uvicorn.error")
+    address = f"{scheme}://[{settings.host}]:{port}" if ":" in settings.host else f"{scheme}://{settings.host}:{port}"
     if settings.workers > 1:   # worker processes build their app from the settings in the environment
         os.environ[SETTINGS_ENV] = json.dumps(dataclasses.asdict(settings))
-        uvicorn.run("pqforge.service.cli:app_from_environment", factory=True, workers=settings.workers, **options)
+        config = uvicorn.Config("pqforge.service.cli:app_from_environment", factory=True, workers=settings.workers,
+                                **options)
+        running.info("Uvicorn running on %s (Press CTRL+C to quit)", address)  # uvicorn's line, as it binds
+        Multiprocess(config, sockets=[sock]).run()
     else:
         from .app import create_app
         app = create_app(settings)
         _exit_zero_after_drain(app.state.service)
-        uvicorn.run(app, **options)
+        server = _server_class()(uvicorn.Config(app, **options))
+        server.address = address
+        server.run(sockets=[sock])
+        if not server.started:      # as uvicorn.run: its startup failed (the log says why)
+            return 3
     return 0
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server on a socket bound beforehand (``_listen``), saying where it runs as
+        uvicorn does when it binds the socket itself (given sockets, it says nothing)."""
+        address = ""
+
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            if self.started:
+                logging.getLogger("uvicorn.error").info("Uvicorn running on %s (Press CTRL+C to quit)", self.address)
+    return Server
 
 
 def app_from_environment():
