@@ -485,6 +485,23 @@ def test_the_bars_time_left_leaves_out_a_first_step_that_compiled():
     bar.close()
 
 
+def test_the_bars_last_line_shows_the_rate_over_the_whole_run(capsys):
+    from pqforge.cli import progress_bar
+    clock = [0.0]
+    bar = progress_bar(10, "KAT")
+    bar._time = lambda: clock[0]
+    bar.start_t = bar.last_print_t = 0.0
+    clock[0] = 100.0            # the first step compiles for 100 s, the other 9 take 1 s in all
+    bar.update(1)
+    for _ in range(9):
+        clock[0] += 1 / 9
+        bar.update(1)
+    assert "9.00it/s" in str(bar)       # while it runs: the pace of the steps after the first
+    bar.close()
+    last = capsys.readouterr().err.rstrip("\n").split("\r")[-1]
+    assert "10/10" in last and "10.10s/it" in last, last      # 101 s for 10 steps, not 9 it/s
+
+
 def test_a_compile_notice_during_a_progress_bar_goes_above_the_bar(capsys, monkeypatch, tmp_path):
     from pqforge.jit import cache
     from pqforge.cli import progress_bar

@@ -42,12 +42,19 @@ def progress_bar(total: int | None, label: str, unit: str = "it") -> Any:
     """A progress bar on stderr (tqdm): call ``update(n)`` for n more steps and ``close()``;
     without a total, a running count (in thousands, millions). With a total, the rate and the
     time left are measured from the end of the first step on ('?' until a later step is done):
-    a first step may compile kernels for seconds where the others take milliseconds. A compile
-    notice printed meanwhile goes above the bar (``jit.cache._say``)."""
+    a first step may compile kernels for seconds where the others take milliseconds. The line
+    left at ``close()`` shows the rate over the whole run, first step included (steps per
+    second of the command, not of its fast part). A compile notice printed meanwhile goes above
+    the bar (``jit.cache._say``)."""
     from tqdm import tqdm
 
     class AfterFirstStep(tqdm):      # type: ignore[misc]
         first: tuple[int, float] | None = None      # (steps, time) at the end of the first update
+        closing = False
+
+        def close(self) -> None:
+            self.closing = True
+            super().close()
 
         def update(self, n: float | None = 1) -> bool | None:
             shown: bool | None = super().update(n)
@@ -58,6 +65,8 @@ def progress_bar(total: int | None, label: str, unit: str = "it") -> Any:
         @property
         def format_dict(self) -> dict[str, Any]:
             meter: dict[str, Any] = super().format_dict
+            if self.closing:        # tqdm's rate at close: steps / elapsed, over the whole run
+                return meter
             steps, since = (self.n - self.first[0], self._time() - self.first[1]) if self.first else (0, 0.0)
             if steps > 0 and since > 0:
                 meter["rate"] = steps / since
