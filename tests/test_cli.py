@@ -273,6 +273,8 @@ def test_usage_mistakes_are_one_line_exit_2(tmp_path):
     cases = [
         ("bench-batch", "--alg", "MAYO-4"),
         ("bench-batch", "--batch", "0"),
+        ("bench-batch", "--batch", "99999999999"),
+        ("bench-batch", "--distinct", "100000"),
         ("bench-batch", "--threads", "-1"),
         ("bench-batch", "--seconds", "nan"),
         ("bench", "--seconds", "0"),

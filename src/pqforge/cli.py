@@ -104,16 +104,22 @@ def _shown(path: str) -> str:
     return "standard output" if path == STDOUT else path
 
 
-def _int_at_least(low: int) -> Callable[[str], int]:
+def _int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}" if high is None else
+                                             f"expected {low} to {high}, got {value}")
         return value
     return parse
+
+
+def int_between(low: int, high: int) -> Callable[[str], int]:
+    """argparse type: a whole number from ``low`` to ``high``."""
+    return _int_at_least(low, high)
 
 
 def _number(text: str) -> float:
