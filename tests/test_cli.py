@@ -114,6 +114,109 @@ def test_kat_command_matches_official_first_entry(tmp_path):
     assert official.startswith(out.read_text())
 
 
+def test_kat_output_is_the_official_text_also_on_standard_output(tmp_path):
+    out = tmp_path / "mayo2.rsp"
+    assert main(["kat", "--alg", "MAYO-2", "--count", "3", "--out", str(out)]) == 0
+    reference = require("mayo/PQCsignKAT_24_MAYO_2.rsp")
+    with (gzip.open if reference.suffix == ".gz" else open)(reference, "rt") as f:
+        official = f.read()
+    assert official.startswith(out.read_text()) and out.read_text().count("count = ") == 3
+    r = run("kat", "--alg", "MAYO-2", "--count", "3", "--out", "-")
+    assert r.returncode == 0 and r.stdout == out.read_text(), r.stderr
+
+
+def test_kat_regenerates_one_entry_at_a_time(monkeypatch):
+    # NIST's generator draws every seed and message first; regenerating one entry must not
+    from pqforge import kat
+
+    draws = []
+
+    class Counted(kat.NistCtrDrbg):
+        def __call__(self, n):
+            draws.append(n)
+            return super().__call__(n)
+
+    class Fake:
+        kind = "signature"
+
+        def keypair(self, rng):
+            return rng(4), rng(4)
+
+        def sign_nist(self, sk, msg, rng):
+            return msg + rng(8)
+
+        def encapsulate(self, pk, rng):
+            ct = rng(8)
+            return ct, ct[:4]
+
+        def decapsulate(self, sk, ct):
+            return ct[:4]
+    monkeypatch.setattr(kat, "NistCtrDrbg", Counted)
+    entries = kat.signature_kat_entries(Fake(), 100_000)
+    first = next(entries)      # seed and message of entry 0, then its own draws (key pair, signature)
+    assert first["mlen"] == 33 and draws == [48, 33, 4, 4, 8], draws
+    next(entries)
+    assert draws[5:7] == [48, 66] and len(draws) == 10, draws
+    draws.clear()
+    next(kat.kem_kat_entries(Fake(), 100_000))
+    assert draws == [48, 4, 4, 8], draws        # one seed, then the entry's own draws
+
+
+def test_kat_reads_the_reference_as_it_compares(tmp_path, monkeypatch):
+    from pqforge import kat
+    reference = require("mayo/PQCsignKAT_24_MAYO_2.rsp")
+    read = []
+    real_iter, real_entries = kat.iter_rsp, kat.kat_entries
+
+    def iter_rsp(path):
+        for entry in real_iter(path):
+            read.append(entry["count"])
+            yield entry
+
+    def kat_entries(alg, count):
+        for entry in real_entries(alg, count):
+            assert read == list(range(max(entry["count"], 1))), read      # the first, then as compared
+            yield entry
+    monkeypatch.setattr(kat, "iter_rsp", iter_rsp)
+    monkeypatch.setattr(kat, "kat_entries", kat_entries)
+    assert main(["kat", "--alg", "MAYO-2", "--count", "3", "--reference", str(reference)]) == 0
+    assert read == [0, 1, 2]
+
+
+def test_a_kat_reference_for_another_set_is_named_not_a_mismatch(tmp_path):
+    mayo1 = require("mayo/PQCsignKAT_24_MAYO_1.rsp")
+    r = run("kat", "--alg", "MAYO-2", "--count", "1", "--out", str(tmp_path / "x.rsp"), "--reference", str(mayo1))
+    _one_line_error(r)
+    assert f"{mayo1} is a KAT file for MAYO-1" in r.stderr and "not MAYO-2" in r.stderr, r.stderr
+    assert "MISMATCH" not in r.stdout + r.stderr and list(tmp_path.iterdir()) == []
+    kem = require("mceliece/Classic-McEliece-348864.count0.rsp")
+    r = run("kat", "--alg", "Classic-McEliece-460896", "--count", "1", "--reference", str(kem))
+    _one_line_error(r)
+    assert "for Classic-McEliece-348864 or Classic-McEliece-348864f" in r.stderr, r.stderr
+
+
+def test_an_output_is_never_one_of_the_inputs_even_with_force(alice, bob, tmp_path):
+    d = alice
+    doc = d / "doc.txt"
+    doc.write_bytes(b"keep me")
+    (d / "link.txt").symlink_to(doc)
+    key = (d / "alice.sk").read_bytes()
+    cases = [(["sign", "--key", str(d / "alice.sk"), str(doc), "-o", str(doc)], "message"),
+             (["sign", "--key", str(d / "alice.sk"), str(doc), "-o", str(d / "link.txt")], "message"),
+             (["sign", "--key", str(d / "alice.sk"), str(doc), "-o", str(d / "." / "alice.sk")], "key"),
+             (["kem", "encap", "--key", str(bob / "bob.pk"), "-o", str(bob / "bob.pk"), "--secret", "-"], "key"),
+             (["kem", "decap", "--key", str(bob / "bob.sk"), str(doc), "--secret", str(doc)], "ciphertext"),
+             (["kat", "--alg", "MAYO-2", "--count", "1", "--reference", str(doc), "--out", str(d / "link.txt")],
+              "reference")]
+    bob_pk = (bob / "bob.pk").read_bytes()
+    for args, what in cases:
+        r = run(*args, "--force")
+        _one_line_error(r)
+        assert f"is also the {what} (input)" in r.stderr, (args, r.stderr)
+    assert doc.read_bytes() == b"keep me" and (d / "alice.sk").read_bytes() == key
+    assert (bob / "bob.pk").read_bytes() == bob_pk
+
+
 def test_bench_json_runs(capsys):
     import json
     from pqforge.gf16 import sets
@@ -170,6 +273,8 @@ def test_usage_mistakes_are_one_line_exit_2(tmp_path):
     cases = [
         ("bench-batch", "--alg", "MAYO-4"),
         ("bench-batch", "--batch", "0"),
+        ("bench-batch", "--batch", "99999999999"),
+        ("bench-batch", "--distinct", "100000"),
         ("bench-batch", "--threads", "-1"),
         ("bench-batch", "--seconds", "nan"),
         ("bench", "--seconds", "0"),
@@ -483,6 +588,23 @@ def test_the_bars_time_left_leaves_out_a_first_step_that_compiled():
     bar.update(1)
     assert "<00:08" in str(bar)     # 8 steps left at 1 s each
     bar.close()
+
+
+def test_the_bars_last_line_shows_the_rate_over_the_whole_run(capsys):
+    from pqforge.cli import progress_bar
+    clock = [0.0]
+    bar = progress_bar(10, "KAT")
+    bar._time = lambda: clock[0]
+    bar.start_t = bar.last_print_t = 0.0
+    clock[0] = 100.0            # the first step compiles for 100 s, the other 9 take 1 s in all
+    bar.update(1)
+    for _ in range(9):
+        clock[0] += 1 / 9
+        bar.update(1)
+    assert "9.00it/s" in str(bar)       # while it runs: the pace of the steps after the first
+    bar.close()
+    last = capsys.readouterr().err.rstrip("\n").split("\r")[-1]
+    assert "10/10" in last and "10.10s/it" in last, last      # 101 s for 10 steps, not 9 it/s
 
 
 def test_a_compile_notice_during_a_progress_bar_goes_above_the_bar(capsys, monkeypatch, tmp_path):

@@ -12,19 +12,22 @@ outputs; status lines go to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import importlib
+import itertools
 import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__, algorithms, keyfile
 from ._memory import retain_freed_heap
 from .errors import KernelSetUnavailable, PQForgeError, UnknownAlgorithm
-from .files import STDOUT, Output, check_outputs, write_outputs
+from .files import STDOUT, Output, check_outputs, streamed_output, write_outputs
 
 
 class _UsageError(Exception):
@@ -42,12 +45,19 @@ def progress_bar(total: int | None, label: str, unit: str = "it") -> Any:
     """A progress bar on stderr (tqdm): call ``update(n)`` for n more steps and ``close()``;
     without a total, a running count (in thousands, millions). With a total, the rate and the
     time left are measured from the end of the first step on ('?' until a later step is done):
-    a first step may compile kernels for seconds where the others take milliseconds. A compile
-    notice printed meanwhile goes above the bar (``jit.cache._say``)."""
+    a first step may compile kernels for seconds where the others take milliseconds. The line
+    left at ``close()`` shows the rate over the whole run, first step included (steps per
+    second of the command, not of its fast part). A compile notice printed meanwhile goes above
+    the bar (``jit.cache._say``)."""
     from tqdm import tqdm
 
     class AfterFirstStep(tqdm):      # type: ignore[misc]
         first: tuple[int, float] | None = None      # (steps, time) at the end of the first update
+        closing = False
+
+        def close(self) -> None:
+            self.closing = True
+            super().close()
 
         def update(self, n: float | None = 1) -> bool | None:
             shown: bool | None = super().update(n)
@@ -58,6 +68,8 @@ def progress_bar(total: int | None, label: str, unit: str = "it") -> Any:
         @property
         def format_dict(self) -> dict[str, Any]:
             meter: dict[str, Any] = super().format_dict
+            if self.closing:        # tqdm's rate at close: steps / elapsed, over the whole run
+                return meter
             steps, since = (self.n - self.first[0], self._time() - self.first[1]) if self.first else (0, 0.0)
             if steps > 0 and since > 0:
                 meter["rate"] = steps / since
@@ -92,16 +104,22 @@ def _shown(path: str) -> str:
     return "standard output" if path == STDOUT else path
 
 
-def _int_at_least(low: int) -> Callable[[str], int]:
+def _int_at_least(low: int, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}" if high is None else
+                                             f"expected {low} to {high}, got {value}")
         return value
     return parse
+
+
+def int_between(low: int, high: int) -> Callable[[str], int]:
+    """argparse type: a whole number from ``low`` to ``high``."""
+    return _int_at_least(low, high)
 
 
 def _number(text: str) -> float:
@@ -193,7 +211,7 @@ def cmd_sign(args: argparse.Namespace) -> int:
         raise _UsageError("signing standard input needs -o FILE (or -o - for standard output) for the signature")
     alg, sk = _signature_key(args.key, "PRIVATE")        # the key first: a wrong key is the first thing to fix
     outputs = [Output(out)]
-    check_outputs(outputs, args.force)
+    check_outputs(outputs, args.force, {"message": args.file, "key": args.key})
     msg = _read_input(args.file)
     sig = alg.sign(sk, msg)
     write_outputs(outputs, [sig], args.force)
@@ -233,7 +251,7 @@ def cmd_kem_encap(args: argparse.Namespace) -> int:
     alg, pk = _read_key(args.key, "PUBLIC")
     _kem_alg(alg)
     outputs = [Output(args.ciphertext), Output(args.secret, secret=True)]
-    check_outputs(outputs, args.force)
+    check_outputs(outputs, args.force, {"key": args.key})
     ct, ss = alg.encapsulate(pk)
     write_outputs(outputs, [ct, ss], args.force)   # both or neither
     _status(f"wrote {_shown(args.ciphertext)} ({len(ct)} bytes) and {_shown(args.secret)} ({alg.name})")
@@ -244,7 +262,7 @@ def cmd_kem_decap(args: argparse.Namespace) -> int:
     alg, sk = _read_key(args.key, "PRIVATE")
     _kem_alg(alg)
     outputs = [Output(args.secret, secret=True)]
-    check_outputs(outputs, args.force)
+    check_outputs(outputs, args.force, {"key": args.key, "ciphertext": args.ciphertext})
     ct = _read_input(args.ciphertext)
     if len(ct) != alg.ciphertext_size:
         raise _UsageError(f"{args.ciphertext}: a {alg.name} ciphertext is {alg.ciphertext_size} bytes, got {len(ct)}")
@@ -256,51 +274,93 @@ def cmd_kem_decap(args: argparse.Namespace) -> int:
 
 # -- evidence commands ----------------------------------------------------------------------------
 
-def _reference_entries(path: str) -> list[dict[str, Any]]:
+def _reference_entries(path: str, alg: Any) -> Iterator[dict[str, Any]]:
+    """The entries of the reference file, read one at a time; the first is read now, so that a
+    file that is no KAT file, or one for another set than ``alg``, is refused before any work."""
     from . import kat
-    try:
-        entries = kat.read_rsp(path)
-    except OSError as exc:
-        raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, EOFError, ValueError) as exc:
-        raise _UsageError(f"{path} is not a KAT .rsp file ({exc})") from None
-    if not entries:
+
+    def entries() -> Iterator[dict[str, Any]]:
+        try:
+            yield from kat.iter_rsp(path)
+        except OSError as exc:
+            raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except (UnicodeDecodeError, EOFError, ValueError) as exc:
+            raise _UsageError(f"{path} is not a KAT .rsp file ({exc})") from None
+    reading = entries()
+    first = next(reading, None)
+    if first is None:
         raise _UsageError(f"{path} holds no KAT entries; expected an official .rsp (or .rsp.gz) file")
-    return entries
+    fits = _sets_fitting(first)
+    if alg.name not in fits:
+        sizes = _entry_sizes(first)
+        raise _UsageError(f"{path} is a KAT file for {' or '.join(fits)} ({sizes}), not {alg.name}: give --alg "
+                          f"{fits[0]}, or a {alg.name} reference" if fits else
+                          f"{path} holds entries for no set pqforge knows ({sizes}); expected a {alg.name} KAT file")
+    return itertools.chain([first], reading)
+
+
+def _entry_sizes(entry: dict[str, Any]) -> str:
+    if "sm" in entry:
+        return (f"a {len(entry.get('pk', b''))}-byte public key, "
+                f"{entry.get('smlen', 0) - entry.get('mlen', 0)}-byte signatures")
+    return f"a {len(entry.get('pk', b''))}-byte public key, {len(entry.get('ct', b''))}-byte ciphertexts"
+
+
+def _sets_fitting(entry: dict[str, Any]) -> list[str]:
+    """The sets whose public key and signature (or ciphertext) sizes a KAT entry has: one MAYO set,
+    or a Classic McEliece set and its f variant (their sizes are the same)."""
+    fits = []
+    for name in algorithms.names():
+        alg = algorithms.get(name)
+        if len(entry.get("pk", b"")) != alg.public_key_size:
+            continue
+        if (alg.kind == "signature" and "sm" in entry and
+                entry.get("smlen", 0) - entry.get("mlen", 0) == alg.signature_size) or \
+                (alg.kind == "kem" and len(entry.get("ct", b"")) == alg.ciphertext_size):
+            fits.append(alg.name)
+    return fits
 
 
 def cmd_kat(args: argparse.Namespace) -> int:
+    """Regenerate, compare and write the entries one at a time: memory does not grow with
+    ``--count`` (the output is byte for byte what joining all the entries would give)."""
     from . import kat
     alg = algorithms.get(args.alg)
     outputs = [Output(args.out)] if args.out is not None else []
-    check_outputs(outputs, args.force)
-    ref = _reference_entries(args.reference) if args.reference else []
+    check_outputs(outputs, args.force, {"reference": args.reference})
+    ref = _reference_entries(args.reference, alg) if args.reference else iter(())
     report = sys.stderr if args.out == STDOUT else sys.stdout   # standard output may carry the .rsp
     official = algorithms.official_kat_hashes(alg.name)
     count = args.count if args.count is not None else official["all_count"]
+    digest = hashlib.sha256()       # of the entries' text, without the header (what the official hashes cover)
+    compared, differ, first_differ = 0, 0, None
     bar = progress_bar(count, f"{alg.name} KAT")
-    entries = []
-    for entry in kat.kat_entries(alg, count):
-        entries.append(entry)
-        bar.update(1)
+    with streamed_output(outputs[0], args.force) if outputs else contextlib.nullcontext() as out:
+        if out is not None and alg.kind == "signature":
+            # the official signature files open with "# MAYO_2"-style headers; KEM files have none
+            out.write(f"# {alg.name.replace('-', '_')}\n\n".encode())
+        for entry in kat.kat_entries(alg, count):
+            text = ("\n" if entry["count"] else "") + kat.entry_text(entry)      # entries_text's separator
+            digest.update(text.encode())
+            if out is not None:
+                out.write(text.encode())
+            reference = next(ref, None)
+            if reference is not None:
+                compared += 1
+                if reference != entry:
+                    differ += 1
+                    first_differ = entry["count"] if first_differ is None else first_differ
+            bar.update(1)
     bar.close()
-    text = kat.entries_text(entries)
-    if outputs:
-        # the official signature files open with "# MAYO_2"-style headers; KEM files have none
-        header = f"# {alg.name.replace('-', '_')}\n\n" if alg.kind == "signature" else ""
-        write_outputs(outputs, [(header + text).encode()], args.force)
-    digest = kat.sha256_text(text)
     expected = {1: official["single"], official["all_count"]: official["all"]}.get(count)
-    mismatches = []
     if args.reference:
-        mismatches = [e["count"] for e, r in zip(entries, ref) if e != r]
-        print(f"compared {min(len(ref), count)} entries with {args.reference}: "
-              f"{'all match' if not mismatches else f'{len(mismatches)} differ, first count {mismatches[0]}'}", file=report)
-    print(f"sha256 {digest}", file=report)
+        print(f"compared {compared} entries with {args.reference}: "
+              f"{'all match' if not differ else f'{differ} differ, first count {first_differ}'}", file=report)
+    print(f"sha256 {digest.hexdigest()}", file=report)
     if expected is None:
         print(f"no official hash for {count} entries (official: 1 and {official['all_count']})", file=report)
-        return 1 if mismatches else 0
-    ok = digest == expected and not mismatches
+        return 1 if differ else 0
+    ok = digest.hexdigest() == expected and not differ
     print(f"{'MATCH' if ok else 'MISMATCH'}: official {alg.name} KAT ({count} entries)", file=report)
     return 0 if ok else 1
 

@@ -18,8 +18,11 @@ import errno
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import InvalidInput
 
@@ -32,19 +35,35 @@ class Output:
     secret: bool = False
 
 
-def check_outputs(outputs: list[Output], force: bool) -> None:
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name one file: the same file where both exist (links included), else
+    the same path once resolved."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def check_outputs(outputs: list[Output], force: bool, inputs: dict[str, str] | None = None) -> None:
     """InvalidInput naming the first output that cannot be written (or would be overwritten
-    without ``force``); nothing is created."""
-    seen: set[str] = set()
+    without ``force``), or that is also one of ``inputs`` (what it is -> its path; ``-`` is
+    standard input): ``force`` never lets an output replace a file it is made from. Nothing is
+    created."""
+    seen: list[str] = []
     for out in outputs:
         if out.path == "":
             raise InvalidInput("an output path is empty")
-        if out.path in seen:
-            raise InvalidInput(f"{out.path} is given for two outputs" if out.path != STDOUT
-                               else "only one output can go to standard output ('-')")
-        seen.add(out.path)
+        if out.path == STDOUT and STDOUT in seen:
+            raise InvalidInput("only one output can go to standard output ('-')")
+        if out.path != STDOUT and any(p != STDOUT and same_file(p, out.path) for p in seen):
+            raise InvalidInput(f"{out.path} is given for two outputs")
+        seen.append(out.path)
         if out.path == STDOUT:
             continue
+        for what, source in (inputs or {}).items():
+            if source not in (None, STDOUT) and same_file(source, out.path):
+                raise InvalidInput(f"{out.path} is also the {what} (input); writing it would replace it: "
+                                   "choose another output path")
         path = Path(out.path)
         if path.is_dir():
             raise InvalidInput(f"{path} is a directory; expected a file path")
@@ -96,6 +115,29 @@ def write_outputs(outputs: list[Output], contents: list[bytes], force: bool) -> 
         if out.path == STDOUT:
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()
+
+
+@contextmanager
+def streamed_output(out: Output, force: bool) -> Iterator[BinaryIO]:
+    """A binary file for one output written piece by piece (so that it need not be held whole):
+    a temporary file renamed into place when the block ends without an error, removed when it
+    ends with one; standard output is written as it comes."""
+    if out.path == STDOUT:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    fd, temp = tempfile.mkstemp(dir=Path(out.path).parent, prefix=f".{Path(out.path).name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:   # mkstemp creates the file with mode 0600
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        if not out.secret:
+            os.chmod(temp, _public_mode())
+        _rename(temp, out.path, force)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
 
 
 def _rename(temp: str, path: str, force: bool) -> None:

@@ -21,29 +21,48 @@ from .errors import InvalidInput
 _INT_FIELDS = {"count", "mlen", "smlen"}
 
 
+def _entry(lines: list[str]) -> Entry:
+    entry: Entry = {}
+    for line in lines:
+        key, sep, value = line.partition(" = ")
+        if not sep:
+            raise InvalidInput(f"malformed KAT line {line[:40]!r}: expected 'key = value'")
+        entry[key] = int(value) if key in _INT_FIELDS else bytes.fromhex(value)
+    return entry
+
+
 def parse_rsp(text: str) -> list[Entry]:
     """Entries of an .rsp text as dicts (ints for count/mlen/smlen, bytes for hex fields)."""
     entries = []
     for block in text.split("\n\n"):
         lines = [ln for ln in block.strip().splitlines() if ln and not ln.startswith("#")]
-        if not lines:
-            continue
-        entry: Entry = {}
-        for line in lines:
-            key, sep, value = line.partition(" = ")
-            if not sep:
-                raise InvalidInput(f"malformed KAT line {line[:40]!r}: expected 'key = value'")
-            entry[key] = int(value) if key in _INT_FIELDS else bytes.fromhex(value)
-        entries.append(entry)
+        if lines:
+            entries.append(_entry(lines))
     return entries
 
 
 def read_rsp(path: str | Path) -> list[Entry]:
     """Parse an .rsp file (plain or .gz)."""
+    return list(iter_rsp(path))
+
+
+def iter_rsp(path: str | Path) -> Iterator[Entry]:
+    """The entries of an .rsp file (plain or .gz) one at a time, as ``parse_rsp`` reads them:
+    only one entry's text is held at once, however long the file."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as f:
-        return parse_rsp(f.read())
+        lines: list[str] = []
+        for line in f:
+            line = line.strip()
+            if line:
+                if not line.startswith("#"):
+                    lines.append(line)
+            elif lines:
+                yield _entry(lines)
+                lines = []
+        if lines:
+            yield _entry(lines)
 
 
 def entry_text(entry: Entry) -> str:
@@ -73,12 +92,12 @@ def signature_kat_entries(alg: Any, count: int) -> Iterator[Entry]:
     ``alg`` provides ``keypair(rng) -> (pk, sk)`` and ``sign_nist(sk, msg, rng) -> sm``.
     """
     drbg = NistCtrDrbg(bytes(range(48)))
-    plan = []
     for i in range(count):
+        # NIST's generator draws every seed and message before the first entry; the draws come in
+        # the same order here, one entry at a time, so that memory does not grow with ``count``
         seed = drbg(48)
         mlen = 33 * (i + 1)
-        plan.append((i, seed, mlen, drbg(mlen)))
-    for i, seed, mlen, msg in plan:
+        msg = drbg(mlen)
         rng = NistCtrDrbg(seed)
         pk, sk = alg.keypair(rng=rng)
         sm = alg.sign_nist(sk, msg, rng=rng)
@@ -92,7 +111,9 @@ def kem_kat_entries(alg: Any, count: int) -> Iterator[Entry]:
     ``alg`` provides ``keypair(rng) -> (pk, sk)``, ``encapsulate(pk, rng) -> (ct, ss)`` and
     ``decapsulate(sk, ct) -> ss``; a decapsulation that disagrees raises.
     """
-    for i, seed in enumerate(kat_seeds(count)):
+    drbg = NistCtrDrbg(bytes(range(48)))       # the seeds of ``kat_seeds``, one at a time
+    for i in range(count):
+        seed = drbg(48)
         rng = NistCtrDrbg(seed)
         pk, sk = alg.keypair(rng=rng)
         ct, ss = alg.encapsulate(pk, rng=rng)

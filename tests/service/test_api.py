@@ -205,9 +205,9 @@ def test_bad_input_names_the_field(server, mayo_key, kem_key):
     _error(_post(server, "/v1/verify-many", {"key_id": kid, "messages": [""], "signatures": []}), 422, "signatures")
     _error(_post(server, f"/v1/keys/{kid}/sign-many", {"messages": [""] * 65}), 422, "messages")
     msg = _error(_post(server, f"/v1/keys/{kid}/sign-many", {"messages": ["", "AA==", "no!", 7]}), 422, "messages")
-    assert "item 2" in msg and "base64" in msg
+    assert "messages: index 2: expected base64" in msg        # the array index, counted from 0 as in JSON
     assert "list" in _error(_post(server, f"/v1/keys/{kid}/sign-many", {"messages": "AA=="}), 422, "messages")
-    assert "item 0" in _error(_post(server, "/v1/verify-many", {"key_id": kid, "messages": [""],
+    assert "signatures: index 0:" in _error(_post(server, "/v1/verify-many", {"key_id": kid, "messages": [""],
                                                                  "signatures": [None]}), 422, "signatures")
     msg = _error(_post(server, f"/v1/keys/{kem_key['id']}/decapsulate", {"ciphertext": b64(b"c" * 5)}),
                  422, "ciphertext")
@@ -247,6 +247,37 @@ def test_an_unauthenticated_request_gets_401_whatever_its_body(server, mayo_key)
                 answer = _post(server, path, content=content, token=token)
                 assert _error(answer, 401, "Authorization"), (path, token, content)
                 assert answer.headers["WWW-Authenticate"] == "Bearer"
+
+
+def test_a_body_declared_too_large_gets_413_before_the_token_is_checked(server, mayo_key):
+    # the documented order: the declared size (from the header alone), then the token
+    kid = mayo_key["id"]
+    for path in (f"/v1/keys/{kid}/sign", f"/v1/keys/{kid}/decapsulate", "/v1/keys"):
+        for token in (None, "pqf_0123456789abcdef_" + "A" * 43):
+            _error(_post(server, path, content=b"x" * ((1 << 20) + 1), token=token), 413, "body")
+
+
+def test_an_unknown_field_is_refused_on_every_route(server, client, mayo_key, kem_key):
+    kid, kem, spare = mayo_key["id"], kem_key["id"], client.create_key("MAYO-2")["id"]
+    m = b64(b"m")
+    cases = [("POST", "/v1/keys", {"alg": "MAYO-2"}),
+             ("POST", f"/v1/keys/{kid}/sign", {"message": m}),
+             ("POST", f"/v1/keys/{kid}/sign-many", {"messages": [m]}),
+             ("POST", "/v1/verify", {"key_id": kid, "message": m, "signature": m}),
+             ("POST", "/v1/verify-many", {"key_id": kid, "messages": [m], "signatures": [m]}),
+             ("POST", f"/v1/keys/{kem}/encapsulate", {}),
+             ("POST", f"/v1/keys/{kem}/decapsulate", {"ciphertext": b64(bytes(McEliece348864.ciphertext_size))}),
+             ("POST", f"/v1/keys/{spare}/disable", {}),
+             ("DELETE", f"/v1/keys/{spare}", {})]
+    for method, path, body in cases:
+        answer = httpx.request(method, server.url + path, json={**body, "unexpected": 1},
+                               headers=bearer(server.admin))
+        assert _error(answer, 422, "unexpected") == "unexpected: unexpected field", (method, path)
+    assert client.get_key(spare)["state"] == "enabled"          # refused before anything was done
+    # the routes without fields still take no body, or an empty object
+    assert httpx.post(server.url + f"/v1/keys/{kem}/encapsulate", headers=bearer(server.admin)).status_code == 200
+    assert _post(server, f"/v1/keys/{kem}/encapsulate", {}).status_code == 200
+    assert client.disable_key(spare)["state"] == "disabled"
 
 
 def test_a_body_declared_other_than_json_is_refused_on_every_route(server, mayo_key):

@@ -73,6 +73,111 @@ def test_invalid_options_are_one_line_errors_before_anything_starts(tmp_path):
     assert list(tmp_path.iterdir()) == [config]     # no master key, no database
 
 
+def test_a_number_outside_its_range_is_refused_naming_option_range_and_value(tmp_path):
+    for option, value, bounds in (("--max-batch", "99999999999999999999", "from 1 to 65536"),
+                                  ("--max-wait-ms", "1e400", "from 0 to 60000"),
+                                  ("--workers", "100000", "from 1 to 256"),
+                                  ("--drain-timeout", "86401", "from 0 to 3600"),
+                                  ("--port", "65536", "from 0 to 65535")):
+        err = _one_line_error(cli("serve", option, value, cwd=tmp_path))
+        assert f"argument {option}: expected" in err and bounds in err and repr(value) in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_numeric_setting_has_a_range():
+    import pytest
+    from pqforge.errors import InvalidInput
+    from pqforge.service.config import RANGES, Settings
+    for name in ("max_batch", "max_wait_ms", "max_queue", "max_messages", "max_body_bytes", "compute_threads",
+                 "workers", "cache_ttl_s", "port"):
+        low, high = RANGES[name]
+        assert getattr(Settings(**{name: low}), name) == low and getattr(Settings(**{name: high}), name) == high
+        for bad in (low - 1, high + 1, 10 ** 20):
+            with pytest.raises(InvalidInput, match=rf"^{name}: expected .*from {low} to {high}.*, got {bad}$"):
+                Settings(**{name: bad})
+    with pytest.raises(InvalidInput, match="max_wait_ms: expected a number"):
+        Settings(max_wait_ms=float("nan"))
+
+
+def test_a_port_in_use_is_one_line_before_anything_starts(tmp_path):
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        err = _one_line_error(cli("serve", "--port", str(port), cwd=tmp_path))
+    assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in err, err
+    assert list(tmp_path.iterdir()) == []       # no master key, no database
+
+
+def test_a_port_not_allowed_is_one_line(tmp_path, monkeypatch, capsys):
+    # as when an unprivileged user asks for port 80 (the tests may run as root, where it is allowed)
+    import errno
+    import socket
+    from pqforge.cli import main
+
+    def refuse(self, address):
+        raise PermissionError(errno.EACCES, "Permission denied")
+    monkeypatch.setattr(socket.socket, "bind", refuse)
+    monkeypatch.setenv("PQFORGE_MALLOC_TUNING", "0")        # leave this process's allocator alone
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", "--port", "80"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot listen on 127.0.0.1:80: permission denied" in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def _certificate(path: Path, key):
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import NameOID
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+            .sign(key, hashes.SHA256()))
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def _private_key(path: Path):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    key = ec.generate_private_key(ec.SECP256R1())
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    return key
+
+
+def test_tls_files_that_do_not_load_are_one_line_before_anything_starts(tmp_path):
+    files = tmp_path / "tls"
+    files.mkdir()
+    _certificate(files / "cert.pem", _private_key(files / "key.pem"))
+    _private_key(files / "other-key.pem")
+    (files / "junk.pem").write_text("not a certificate\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    cert, key = str(files / "cert.pem"), str(files / "key.pem")
+    for args, says in ((("--ssl-certfile", str(files / "none.pem"), "--ssl-keyfile", key), "no file"),
+                       (("--ssl-certfile", cert, "--ssl-keyfile", str(files / "none.pem")), "no file"),
+                       (("--ssl-certfile", str(files / "junk.pem"), "--ssl-keyfile", key), "expected a PEM"),
+                       (("--ssl-certfile", cert, "--ssl-keyfile", str(files / "junk.pem")), "expected a PEM"),
+                       (("--ssl-certfile", cert, "--ssl-keyfile", str(files / "other-key.pem")), "expected a PEM"),
+                       (("--ssl-keyfile", key), "needs --ssl-certfile")):
+        err = _one_line_error(cli("serve", "--port", "0", *args, cwd=work))
+        assert says in err, (args, err)
+    assert list(work.iterdir()) == []
+
+
+def test_an_unreachable_postgresql_store_is_one_line_before_anything_starts(tmp_path):
+    import pytest
+    pytest.importorskip("psycopg")
+    err = _one_line_error(cli("serve", "--port", "0", "--store", "postgresql://pqforge:hunter2@127.0.0.1:1/pqforge",
+                              cwd=tmp_path))          # port 1: nothing listens there
+    assert "store postgresql://pqforge:***@127.0.0.1:1/pqforge is unreachable" in err and "hunter2" not in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_unknown_store_scheme_creates_nothing(tmp_path):
     done = cli("serve", "--store", "mysql://x", "--port", "0", cwd=tmp_path)
     assert "sqlite:///PATH or postgresql://" in _one_line_error(done)

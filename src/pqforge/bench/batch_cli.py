@@ -21,10 +21,12 @@ def mayo_name(name: str) -> str:
 
 
 def add_arguments(s) -> None:
-    from ..cli import positive_float, positive_int
+    from ..cli import int_between, positive_float, positive_int
     s.add_argument("--alg", action="append", type=mayo_name, help="MAYO parameter set (repeatable; default: all four)")
-    s.add_argument("--batch", type=positive_int, default=512, help="same-key batch size")
-    s.add_argument("--distinct", type=positive_int, default=128, help="number of distinct keys")
+    # the batches are held in memory whole: bounded, as the service's max_batch is
+    s.add_argument("--batch", type=int_between(1, 65536), default=512, help="same-key batch size, 1 to 65536")
+    s.add_argument("--distinct", type=int_between(1, 4096), default=128,
+                   help="number of distinct keys (each expanded in memory), 1 to 4096")
     s.add_argument("--threads", type=positive_int, help="threads for the parallel runs (default: all cores)")
     s.add_argument("--seconds", type=positive_float, default=0.2, help="minimum measuring time per kernel")
     s.add_argument("--no-kernels", action="store_true", help="skip the per-kernel model table")

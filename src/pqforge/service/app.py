@@ -147,11 +147,11 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         return JSONResponse(_key_info(record))
 
     @app.post("/v1/keys/{key_id}/disable", response_model=models.KeyInfo, tags=["keys"])
-    async def disable_key(key_id: str, who: Principal = Depends(principal)):
+    async def disable_key(key_id: str, body: models.NoFields | None = None, who: Principal = Depends(principal)):
         return await change_state(key_id, "disabled", who)
 
     @app.delete("/v1/keys/{key_id}", response_model=models.KeyInfo, tags=["keys"])
-    async def destroy_key(key_id: str, who: Principal = Depends(principal)):
+    async def destroy_key(key_id: str, body: models.NoFields | None = None, who: Principal = Depends(principal)):
         return await change_state(key_id, "destroyed", who)
 
     # --- signatures --------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
 
     # --- KEM -----------------------------------------------------------------------------------
     @app.post("/v1/keys/{key_id}/encapsulate", response_model=models.Encapsulation, tags=["kem"])
-    async def encapsulate(key_id: str, who: Principal = Depends(principal)):
+    async def encapsulate(key_id: str, body: models.NoFields | None = None, who: Principal = Depends(principal)):
         who.require("kem")
         record = await service.usable_key(key_id, "kem")
         pk = service.keys.public_key(record.alg, record.public_key)

@@ -12,7 +12,7 @@ import sys
 import time
 
 from ..errors import PQForgeError
-from .config import Settings
+from .config import FRACTIONAL, RANGES, Settings, expected, in_range
 
 
 def _settings(args) -> Settings:
@@ -58,19 +58,67 @@ def _require_extra(*modules: str, extra: str = "serve") -> None:
 
 def _check_serve(settings: Settings):
     """Refuse what would fail only after the master key and the store were created: a store
-    without its driver or directory, a missing TLS file. Returns the (not yet connected) store."""
+    without its driver or directory, TLS files that do not load. Returns the (not yet
+    connected) store."""
     from .store import open_store
     store = open_store(settings.store)
     if settings.store.startswith("sqlite:///"):
         directory = os.path.dirname(store.path) or "."
         if not os.path.isdir(directory):
             raise PQForgeError(f"store: no directory {directory} for the SQLite file {store.path}")
+    if settings.ssl_keyfile and not settings.ssl_certfile:
+        raise PQForgeError("--ssl-keyfile needs --ssl-certfile")
     for option, path in (("--ssl-certfile", settings.ssl_certfile), ("--ssl-keyfile", settings.ssl_keyfile)):
         if path and not os.path.isfile(path):
             raise PQForgeError(f"{option}: no file {path}")
-    if settings.ssl_keyfile and not settings.ssl_certfile:
-        raise PQForgeError("--ssl-keyfile needs --ssl-certfile")
+    if settings.ssl_certfile:       # as uvicorn will load them, so that a bad file is refused here
+        import ssl
+        files = settings.ssl_certfile + (f" and --ssl-keyfile {settings.ssl_keyfile}" if settings.ssl_keyfile else "")
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(settings.ssl_certfile, settings.ssl_keyfile)
+        except ssl.SSLError as exc:     # not PEM, or a key that is not the certificate's
+            raise PQForgeError(f"cannot load TLS --ssl-certfile {files}: expected a PEM certificate and its "
+                               f"private key ({exc.reason or exc})") from None
+        except OSError as exc:
+            raise PQForgeError(f"cannot load TLS --ssl-certfile {files}: {exc.strerror or exc}") from None
     return store
+
+
+def _listen(host: str, port: int):
+    """A socket bound to host:port and listening, for uvicorn to serve on: a port in use or not
+    allowed is an error before the banner, and no other process can take the port meanwhile."""
+    import errno
+    import socket
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)    # as uvicorn: no wait after a restart
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        reason = {errno.EADDRINUSE: "the port is in use; choose another --port (0: any free port)",
+                  errno.EACCES: "permission denied (ports below 1024 need privileges); choose a --port "
+                                "from 1024 up"}.get(exc.errno, exc.strerror or str(exc))
+        raise PQForgeError(f"cannot listen on {host}:{port}: {reason}") from None
+    sock.set_inheritable(True)      # --workers: the worker processes serve on it
+    return sock
+
+
+def _check_reachable(store, url: str) -> None:
+    """A PostgreSQL store that cannot be reached is an error before the banner (an SQLite file
+    is made by the first connection, after the other checks)."""
+    from .app import _store_label
+    from .store import StoreUnavailable
+    if url.startswith("sqlite:///"):
+        return
+    try:
+        store.ping()
+    except StoreUnavailable as exc:
+        cause = str(exc.__context__ or exc).strip().splitlines()[0]
+        raise PQForgeError(f"store {_store_label(url)} is unreachable: {cause}") from None
+    finally:
+        store.close()
 
 
 def _exit_zero_after_drain(service) -> None:
@@ -92,6 +140,10 @@ def cmd_serve(args) -> int:
         _require_extra("ray", extra="ray")
     settings = _settings(args)
     store = _check_serve(settings)
+    sock = _listen(settings.host, settings.port)
+    if args.ray:        # Ray's proxy binds the port itself: this was only the check
+        sock.close()
+    _check_reachable(store, settings.store)
     configure_logging(args.log_level)
     mode = store.exposed_mode()
     if mode is not None:
@@ -102,27 +154,53 @@ def cmd_serve(args) -> int:
         from . import ray_app
         return ray_app.run(settings)
     import uvicorn
+    from uvicorn.supervisors import Multiprocess
 
     from .sealing import load_master_key
     _, master_key_source = load_master_key(settings.master_key_path())   # created once, here
     scheme = "https" if settings.ssl_certfile else "http"
+    port = sock.getsockname()[1]        # the one chosen where --port is 0
     note = ("loopback only; --host 0.0.0.0 listens on all interfaces"
             if settings.host in ("127.0.0.1", "localhost", "::1") else "all addresses of this host can reach it")
-    print(f"pqforge serve: {scheme}://{settings.host}:{settings.port} ({note}); "
+    print(f"pqforge serve: {scheme}://{settings.host}:{port} ({note}); "
           f"master key: {master_key_source}", file=sys.stderr, flush=True)
     from .protocol import http_protocol
-    options = dict(host=settings.host, port=settings.port, ssl_certfile=settings.ssl_certfile,
+    options = dict(host=settings.host, port=port, ssl_certfile=settings.ssl_certfile,
                    ssl_keyfile=settings.ssl_keyfile, log_config=None, access_log=args.access_log,
                    timeout_graceful_shutdown=args.drain_timeout, http=http_protocol())
+    running = logging.getLogger("uvicorn.error")
+    address = f"{scheme}://[{settings.host}]:{port}" if ":" in settings.host else f"{scheme}://{settings.host}:{port}"
     if settings.workers > 1:   # worker processes build their app from the settings in the environment
         os.environ[SETTINGS_ENV] = json.dumps(dataclasses.asdict(settings))
-        uvicorn.run("pqforge.service.cli:app_from_environment", factory=True, workers=settings.workers, **options)
+        config = uvicorn.Config("pqforge.service.cli:app_from_environment", factory=True, workers=settings.workers,
+                                **options)
+        running.info("Uvicorn running on %s (Press CTRL+C to quit)", address)  # uvicorn's line, as it binds
+        Multiprocess(config, sockets=[sock]).run()
     else:
         from .app import create_app
         app = create_app(settings)
         _exit_zero_after_drain(app.state.service)
-        uvicorn.run(app, **options)
+        server = _server_class()(uvicorn.Config(app, **options))
+        server.address = address
+        server.run(sockets=[sock])
+        if not server.started:      # as uvicorn.run: its startup failed (the log says why)
+            return 3
     return 0
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server on a socket bound beforehand (``_listen``), saying where it runs as
+        uvicorn does when it binds the socket itself (given sockets, it says nothing)."""
+        address = ""
+
+        async def startup(self, sockets=None):
+            await super().startup(sockets=sockets)
+            if self.started:
+                logging.getLogger("uvicorn.error").info("Uvicorn running on %s (Press CTRL+C to quit)", self.address)
+    return Server
 
 
 def app_from_environment():
@@ -173,15 +251,17 @@ def _store_options(p) -> None:
     p.add_argument("--config", help="TOML file with a [serve] table of settings")
 
 
-def _port(text: str) -> int:
-    """argparse type: a TCP port, 1 to 65535, or 0 for any free port."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected 1 to 65535 (0: any free port), got {value}")
-    return value
+def _ranged(name: str):
+    """argparse type: a value of the setting ``name`` within its range (``config.RANGES``)."""
+    def parse(text: str):
+        try:
+            value = float(text) if name in FRACTIONAL else int(text)
+        except ValueError:
+            value = None
+        if not in_range(name, value):
+            raise argparse.ArgumentTypeError(f"expected {expected(name)}, got {text!r}")
+        return value
+    return parse
 
 
 def _list_of(parse):
@@ -192,23 +272,26 @@ def _list_of(parse):
 
 
 def add_parser(sub) -> None:
-    from ..cli import non_negative_float, positive_float, positive_int
+    from ..cli import positive_float, positive_int
     s = sub.add_parser("serve", help="run the HTTP signing / verification / KEM service")
     _store_options(s)
     s.add_argument("--host", help="address to listen on (default 127.0.0.1: loopback only)")
-    s.add_argument("--port", type=_port, help="port, 1 to 65535 (default 8000; 0: any free port)")
+    s.add_argument("--port", type=_ranged("port"), help="port, 1 to 65535 (default 8000; 0: any free port)")
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], help="batch backend (default cpu)")
-    s.add_argument("--max-batch", type=positive_int, help="flush a queue at this many requests (default 256)")
-    s.add_argument("--max-wait-ms", type=non_negative_float,
-                   help="... or when its oldest request waited this long (default 0: at once)")
+    s.add_argument("--max-batch", type=_ranged("max_batch"),
+                   help="flush a queue at this many requests, %d to %d (default 256)" % RANGES["max_batch"])
+    s.add_argument("--max-wait-ms", type=_ranged("max_wait_ms"),
+                   help="... or when its oldest request waited this long, %d to %d (default 0: at once)"
+                        % RANGES["max_wait_ms"])
     s.add_argument("--master-key-file", help="master key file (mode 0600; created when absent; default beside "
                                              "the SQLite file). PQFORGE_MASTER_KEY (base64) takes precedence")
     s.add_argument("--public-verify", action="store_true", help="let anyone verify, without a token")
-    s.add_argument("--workers", type=positive_int, help="server processes sharing the port (default 1)")
+    s.add_argument("--workers", type=_ranged("workers"),
+                   help="server processes sharing the port, %d to %d (default 1)" % RANGES["workers"])
     s.add_argument("--ssl-certfile", help="TLS certificate (PEM); with --ssl-keyfile serves https")
     s.add_argument("--ssl-keyfile", help="TLS private key (PEM)")
-    s.add_argument("--drain-timeout", type=non_negative_float, default=30.0,
-                   help="seconds SIGTERM waits for requests in flight (default 30)")
+    s.add_argument("--drain-timeout", type=_ranged("drain_timeout"), default=30.0,
+                   help="seconds SIGTERM waits for requests in flight, %d to %d (default 30)" % RANGES["drain_timeout"])
     s.add_argument("--access-log", action="store_true", help="log every request")
     s.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     s.add_argument("--ray", action="store_true", help="deploy on Ray Serve instead (needs the ray extra)")
@@ -233,9 +316,9 @@ def add_parser(sub) -> None:
     s.add_argument("--alg", default="MAYO-2")
     s.add_argument("--concurrency", type=_list_of(positive_int), default="1,16,64",
                    help="client counts (comma-separated)")
-    s.add_argument("--max-batch", type=_list_of(positive_int), default="64,256",
+    s.add_argument("--max-batch", type=_list_of(_ranged("max_batch")), default="64,256",
                    help="max_batch settings (comma-separated)")
-    s.add_argument("--max-wait-ms", type=_list_of(non_negative_float), default="0",
+    s.add_argument("--max-wait-ms", type=_list_of(_ranged("max_wait_ms")), default="0",
                    help="max_wait_ms settings (comma-separated)")
     s.add_argument("--requests", type=positive_int, default=4000, help="requests per measurement (bound)")
     s.add_argument("--seconds", type=positive_float, default=10.0, help="time limit per measurement")
@@ -243,7 +326,7 @@ def add_parser(sub) -> None:
     s.add_argument("--many-clients", type=positive_int, default=4,
                    help="clients sending sign-many / verify-many requests at once (default 4)")
     s.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="cpu")
-    s.add_argument("--workers", type=positive_int, default=1, help="server processes (default 1)")
+    s.add_argument("--workers", type=_ranged("workers"), default=1, help="server processes (default 1)")
     s.add_argument("--load", choices=["auto", "wrk", "python"], default="auto",
                    help="single-message load generator: wrk (when installed: auto) or this Python process")
     s.set_defaults(func=cmd_bench_serve)

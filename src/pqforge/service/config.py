@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +12,29 @@ from .store import check_store_url
 
 def _whole(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+RANGES: dict[str, tuple[int, int]] = {
+    "port": (0, 65535), "max_batch": (1, 65536), "max_wait_ms": (0, 60_000), "max_queue": (1, 1_000_000),
+    "max_messages": (1, 65536), "max_body_bytes": (1, 1 << 30), "compute_threads": (1, 1024),
+    "workers": (1, 256), "cache_ttl_s": (0, 3600), "drain_timeout": (0, 3600)}
+"""Every numeric setting's accepted values, both ends included (docs/service.md lists them);
+``drain_timeout`` is a command-line option only."""
+FRACTIONAL = {"max_wait_ms", "cache_ttl_s", "drain_timeout"}
+"""The settings that take any number in their range; the others take whole numbers."""
+
+
+def in_range(name: str, value) -> bool:
+    low, high = RANGES[name]
+    number = (isinstance(value, (int, float)) and not isinstance(value, bool)) if name in FRACTIONAL else _whole(value)
+    return number and low <= value <= high          # NaN compares false: refused
+
+
+def expected(name: str) -> str:
+    """The values ``name`` takes, for an error message."""
+    low, high = RANGES[name]
+    what = "a number" if name in FRACTIONAL else "a whole number"
+    return f"{what} from {low} to {high}{' (0: any free port)' if name == 'port' else ''}"
 
 
 @dataclass
@@ -38,17 +60,10 @@ class Settings:
     ssl_keyfile: str | None = None
 
     def __post_init__(self):
-        for name in ("max_batch", "max_queue", "max_messages", "max_body_bytes", "workers"):
-            if not _whole(getattr(self, name)) or getattr(self, name) < 1:
-                raise InvalidInput(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if not _whole(self.port) or not 0 <= self.port <= 65535:
-            raise InvalidInput(f"port must be 1 to 65535 (0: any free port), got {self.port!r}")
-        if self.compute_threads is not None and (not _whole(self.compute_threads) or self.compute_threads < 1):
-            raise InvalidInput(f"compute_threads must be a positive integer, got {self.compute_threads!r}")
-        for name in ("max_wait_ms", "cache_ttl_s"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-                raise InvalidInput(f"{name} must be a number >= 0, got {value!r}")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in RANGES and not (f.name == "compute_threads" and value is None) and not in_range(f.name, value):
+                raise InvalidInput(f"{f.name}: expected {expected(f.name)}, got {value!r}")
         check_store_url(self.store)
         if self.backend not in ("auto", "cpu", "cuda"):
             raise InvalidInput(f"backend must be auto, cpu or cuda, got {self.backend!r}")

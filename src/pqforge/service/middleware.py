@@ -92,7 +92,8 @@ def _header(scope, name: bytes) -> str | None:
 class TokenFirst:
     """Pure ASGI middleware: a /v1/ request that needs a token gets its 401 (no token, an unknown
     or revoked one) before anything reads its body, so that every unauthenticated request has
-    the same answer whatever its body; the caller it finds is left in the scope for the routes."""
+    the same answer whatever its content (only Guard's 413 for a declared size over the limit
+    comes first); the caller it finds is left in the scope for the routes."""
 
     def __init__(self, app, service: Service):
         self.app, self.service = app, service
@@ -209,7 +210,7 @@ class FastPath:
         limit = service.settings.max_body_bytes
         if length is not None and length > limit:
             return error_answer(413, "too_large", f"body: at most {limit} bytes, got {length}", "body")
-        # the token before the body: an unauthenticated request gets 401 whatever its body
+        # the token before the body: an unauthenticated request gets 401 whatever its content
         who = service.authenticate(authorization, cached_only=True) or \
             await run_in_threadpool(service.authenticate, authorization)
         if key_id is not None or not service.settings.public_verify:

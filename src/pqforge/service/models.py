@@ -37,11 +37,11 @@ def _b64_list(value):
     try:
         return [item if isinstance(item, bytes) else _decode(item) for item in value]
     except (binascii.Error, ValueError, TypeError):
-        for index, item in enumerate(value):      # which item, for the answer
+        for index, item in enumerate(value):      # which item, for the answer: its JSON array index
             try:
                 _b64(item)
             except ValueError as exc:
-                raise ValueError(f"item {index}: {exc}") from None
+                raise ValueError(f"index {index}: {exc}") from None
         raise
 
 
@@ -55,6 +55,11 @@ B64List = Annotated[list[bytes], BeforeValidator(_b64_list),
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class NoFields(Body):
+    """The body of a request that takes no fields (encapsulate, disable, destroy): none or
+    ``{}``; an unknown field is a 422, as on every other route."""
 
 
 class CreateKey(Body):
