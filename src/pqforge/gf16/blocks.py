@@ -50,7 +50,8 @@ def splat(kind: ir.VectorType, value: int) -> ir.Constant:
     return ir.Constant(kind, [value] * kind.count)
 
 
-def _selection(kind: ir.VectorType, first: int, count: int) -> ir.Constant:
+def _selection(first: int, count: int) -> ir.Constant:
+    """The shuffle mask picking ``count`` elements from ``first`` on."""
     return ir.Constant(ir.VectorType(ir.IntType(32), count), list(range(first, first + count)))
 
 
@@ -84,15 +85,15 @@ class Codegen:
         memory, in a time that does not depend on the operands."""
         b = self.builder
         width = indices.type.count
-        entries = b.shuffle_vector(table, table, _selection(table.type, 0, 16))
+        entries = b.shuffle_vector(table, table, _selection(0, 16))
         if architecture() == "aarch64":
             half = octets(16)
             tbl = b.module.declare_intrinsic("llvm.aarch64.neon.tbl1.v16i8", fnty=ir.FunctionType(half, [half, half]))
             if width == 16:
                 return b.call(tbl, [entries, indices])
-            halves = [b.call(tbl, [entries, b.shuffle_vector(indices, indices, _selection(indices.type, 16 * h, 16))])
+            halves = [b.call(tbl, [entries, b.shuffle_vector(indices, indices, _selection(16 * h, 16))])
                       for h in (0, 1)]
-            return b.shuffle_vector(halves[0], halves[1], _selection(indices.type, 0, 32))
+            return b.shuffle_vector(halves[0], halves[1], _selection(0, 32))
         if width == 16:
             shuffle = b.module.declare_intrinsic("llvm.x86.ssse3.pshuf.b.128", fnty=ir.FunctionType(octets(16), [octets(16)] * 2))
             return b.call(shuffle, [entries, indices])
