@@ -30,6 +30,13 @@ def alice(tmp_path):
     return tmp_path
 
 
+@pytest.fixture()
+def alice_armoured(tmp_path):
+    """Alice's keys in pqforge's own key file format."""
+    assert main(["keygen", "--alg", "MAYO-2", "--out", str(tmp_path / "alice"), "--format", "pqforge"]) == 0
+    return tmp_path
+
+
 def test_keygen_sign_verify_and_tamper(alice, capsys):
     d = alice
     assert stat.S_IMODE(os.stat(d / "alice.sk").st_mode) == 0o600
@@ -323,7 +330,7 @@ def test_algorithm_names_in_any_spelling(tmp_path):
     for i, spelling in enumerate(("mayo-2", "MAYO2", "Mayo_2")):
         r = run("keygen", "--alg", spelling, "--out", str(tmp_path / f"k{i}"))
         assert r.returncode == 0, r.stderr
-        assert (tmp_path / f"k{i}.pk").read_text().startswith("-----BEGIN PQFORGE MAYO-2 PUBLIC KEY-----")
+        assert pqforge.load_pem_public_key((tmp_path / f"k{i}.pk").read_bytes()).algorithm.name == "MAYO-2"
     r = run("kat", "--alg", "mceliece348864", "--count", "1")
     assert r.returncode == 0 and "MATCH: official Classic-McEliece-348864 KAT" in r.stdout, r.stdout + r.stderr
 
@@ -494,8 +501,8 @@ def test_dash_means_standard_output(alice, bob, tmp_path):
 
 # -- key files -----------------------------------------------------------------------------------
 
-def test_a_changed_key_file_is_reported_not_used(alice):
-    d = alice
+def test_a_changed_key_file_is_reported_not_used(alice_armoured):
+    d = alice_armoured
     (d / "m").write_bytes(b"m")
     lines = (d / "alice.sk").read_text().splitlines(keepends=True)
     body = lines[2]
@@ -511,9 +518,9 @@ def test_a_changed_key_file_is_reported_not_used(alice):
     assert "checksum" in r.stderr and not (d / "m.sig").exists()
 
 
-def test_a_key_file_without_checksum_is_used_with_a_warning(alice):
+def test_a_key_file_without_checksum_is_used_with_a_warning(alice_armoured):
     """Decision: files written before the checksum (pqforge 0.1.0) are accepted with one warning."""
-    d = alice
+    d = alice_armoured
     text = (d / "alice.sk").read_text()
     old = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("Checksum: "))
     (d / "old.sk").write_text(old)
@@ -631,3 +638,94 @@ def test_python_dash_m_pqforge_is_the_command_line():
     assert run.returncode == 2 and "pqforge" in run.stderr and "sign" in run.stderr, run.stderr
     run = subprocess.run([sys.executable, "-m", "pqforge", "--help"], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.startswith("usage: pqforge"), run.stdout[:300]
+
+
+# -- key formats: PEM and DER (PKCS#8, SubjectPublicKeyInfo), encrypted keys, key convert -------------
+
+def test_signature_keys_are_pem_by_default_and_kem_keys_pqforge_key_files(alice, tmp_path):
+    assert (alice / "alice.sk").read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----\n")
+    assert pqforge.load_pem_private_key((alice / "alice.sk").read_bytes()).public_key() == \
+        pqforge.load_pem_public_key((alice / "alice.pk").read_bytes())
+    assert main(["kem", "keygen", "--alg", "Classic-McEliece-348864", "--out", str(tmp_path / "bob")]) == 0
+    assert (tmp_path / "bob.sk").read_bytes().startswith(b"-----BEGIN PQFORGE Classic-McEliece-348864 PRIVATE KEY-----")
+
+
+def test_an_encrypted_private_key_needs_its_passphrase(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("PQFORGE_PASSPHRASE", raising=False)
+    (tmp_path / "pw").write_bytes(b"open sesame\n")
+    (tmp_path / "bad").write_bytes(b"open sesam\n")
+    (tmp_path / "m").write_bytes(b"m")
+    key = str(tmp_path / "k.sk")
+    assert main(["keygen", "--alg", "MAYO-1", "--out", str(tmp_path / "k"), "--format", "der",
+                 "--passphrase-file", str(tmp_path / "pw")]) == 0
+    assert (tmp_path / "k.sk").read_bytes()[:1] == b"\x30"
+    capsys.readouterr()
+    assert main(["sign", "--key", key, str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err
+    assert "encrypted private key" in err and "--passphrase-file" in err and "PQFORGE_PASSPHRASE" in err
+    assert main(["sign", "--key", key, str(tmp_path / "m"), "--passphrase-file", str(tmp_path / "bad")]) == 2
+    assert "wrong password" in capsys.readouterr().err and not (tmp_path / "m.sig").exists()
+    assert main(["sign", "--key", key, str(tmp_path / "m"), "--passphrase-file", str(tmp_path / "pw")]) == 0
+    assert main(["verify", "--key", str(tmp_path / "k.pk"), str(tmp_path / "m"), str(tmp_path / "m.sig")]) == 0
+    monkeypatch.setenv("PQFORGE_PASSPHRASE", "open sesame")
+    assert main(["sign", "--key", key, str(tmp_path / "m"), "--force"]) == 0
+    (tmp_path / "empty").write_bytes(b"\n")
+    assert main(["sign", "--key", key, str(tmp_path / "m"), "--force", "--passphrase-file", str(tmp_path / "empty")]) == 2
+    assert "empty" in capsys.readouterr().err
+
+
+def test_a_passphrase_for_a_format_that_cannot_be_encrypted_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PQFORGE_PASSPHRASE", "x")
+    assert main(["keygen", "--alg", "MAYO-1", "--out", str(tmp_path / "k"), "--format", "pqforge"]) == 2
+    assert "--format pem" in capsys.readouterr().err
+    assert main(["kem", "keygen", "--alg", "Classic-McEliece-348864", "--out", str(tmp_path / "b")]) == 2
+    assert "no encrypted format" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_key_convert_between_every_format(alice, capsys, monkeypatch):
+    monkeypatch.delenv("PQFORGE_PASSPHRASE", raising=False)
+    monkeypatch.delenv("PQFORGE_NEW_PASSPHRASE", raising=False)
+    d = alice
+    original = (d / "alice.sk").read_bytes()
+    assert main(["key", "convert", str(d / "alice.sk"), "-o", str(d / "a.der"), "--format", "der"]) == 0
+    assert main(["key", "convert", str(d / "a.der"), "-o", str(d / "a.pqf"), "--format", "pqforge"]) == 0
+    assert (d / "a.pqf").read_bytes().startswith(b"-----BEGIN PQFORGE MAYO-2 PRIVATE KEY-----")
+    assert stat.S_IMODE(os.stat(d / "a.pqf").st_mode) == 0o600
+    assert main(["key", "convert", str(d / "a.pqf"), "-o", str(d / "a.pem"), "--format", "pem"]) == 0
+    assert (d / "a.pem").read_bytes() == original
+    assert main(["key", "convert", str(d / "a.pem"), "--public", "-o", str(d / "a.pub"), "--format", "pem"]) == 0
+    assert (d / "a.pub").read_bytes() == (d / "alice.pk").read_bytes()
+    (d / "pw").write_bytes(b"new one")
+    assert main(["key", "convert", str(d / "a.pem"), "-o", str(d / "a.enc"), "--format", "pem",
+                 "--new-passphrase-file", str(d / "pw")]) == 0
+    assert (d / "a.enc").read_bytes().startswith(b"-----BEGIN ENCRYPTED PRIVATE KEY-----")
+    assert pqforge.load_pem_private_key((d / "a.enc").read_bytes(), b"new one").private_bytes_raw() == \
+        pqforge.load_pem_private_key(original).private_bytes_raw()
+    capsys.readouterr()
+    assert main(["key", "convert", str(d / "a.enc"), "-o", str(d / "a.pem"), "--format", "pem"]) == 2
+    err = capsys.readouterr().err
+    assert "encrypted" in err and "exists" not in err       # the key first, as for sign
+    assert main(["key", "convert", str(d / "a.pem"), "-o", str(d / "a.pem"), "--format", "der", "--force"]) == 2
+    assert (d / "a.pem").read_bytes() == original
+
+
+def test_key_convert_refuses_pkcs8_for_sets_without_an_identifier(tmp_path, capsys):
+    assert main(["kem", "keygen", "--alg", "Classic-McEliece-348864", "--out", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    assert main(["key", "convert", str(tmp_path / "b.pk"), "-o", str(tmp_path / "b.pem"), "--format", "pem"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no object identifier in use" in err
+    assert not (tmp_path / "b.pem").exists()
+
+
+def test_openssl_keys_and_signatures_work_on_the_command_line(tmp_path, capsys):
+    from .known_answers import VECTORS
+    v = VECTORS / "openssl"
+    (tmp_path / "pw").write_bytes(b"pqforge test\n")
+    assert main(["verify", "--key", str(v / "mayo2.pub.der"), str(v / "message.txt"), str(v / "mayo2.sig")]) == 0
+    assert main(["sign", "--key", str(v / "mayo2.scrypt.pem"), str(v / "message.txt"), "-o", str(tmp_path / "m.sig"),
+                 "--passphrase-file", str(tmp_path / "pw")]) == 0
+    assert main(["verify", "--key", str(v / "mayo2.pub.pem"), str(v / "message.txt"), str(tmp_path / "m.sig")]) == 0
+    assert main(["verify", "--key", str(v / "mayo2.key.pem"), str(v / "message.txt"), str(tmp_path / "m.sig")]) == 2
+    assert "private key; a public key is expected" in capsys.readouterr().err

@@ -22,6 +22,7 @@ from importlib import resources
 from types import TracebackType
 from typing import Any, Callable, ClassVar, Generic, Protocol, TypeVar
 
+from . import pkix
 from .errors import InvalidKey, InvalidType, UnknownAlgorithm
 
 _FAMILIES = (("MAYO-", "pqforge.mayo", "signature"), ("Classic-McEliece-", "pqforge.mceliece", "kem"))
@@ -159,6 +160,12 @@ class PublicKey(Generic[A]):
         """The key as the specification encodes it."""
         return self._raw
 
+    def public_bytes(self, encoding: Any, format: Any) -> bytes:
+        """The key as pyca's ``public_bytes`` writes it: ``Encoding.PEM`` or ``Encoding.DER`` with
+        ``PublicFormat.SubjectPublicKeyInfo`` (sets with an object identifier,
+        ``pqforge.pkix.OIDS``), or ``Encoding.Raw`` with ``PublicFormat.Raw``."""
+        return pkix.public_bytes(self, encoding, format)
+
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, PublicKey) and other.algorithm is self._algorithm
                 and other.public_bytes_raw() == self._raw)
@@ -198,6 +205,14 @@ class PrivateKey(Generic[A]):
         """The key as the specification encodes it. Keep it secret."""
         self._check_open()
         return self._raw
+
+    def private_bytes(self, encoding: Any, format: Any, encryption_algorithm: Any) -> bytes:
+        """The key as pyca's ``private_bytes`` writes it: ``Encoding.PEM`` or ``Encoding.DER`` with
+        ``PrivateFormat.PKCS8`` and ``NoEncryption()`` or ``BestAvailableEncryption(password)``
+        (sets with an object identifier, ``pqforge.serialization.OIDS``), or ``Encoding.Raw`` with
+        ``PrivateFormat.Raw`` and ``NoEncryption()``."""
+        self._check_open()
+        return pkix.private_bytes(self, encoding, format, encryption_algorithm)
 
     @property
     def closed(self) -> bool:

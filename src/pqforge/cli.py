@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, algorithms, keyfile
+from . import __version__, algorithms, keyfile, pkix
 from ._memory import retain_freed_heap
 from .errors import KernelSetUnavailable, PQForgeError, UnknownAlgorithm
 from .files import STDOUT, Output, check_outputs, streamed_output, write_outputs
@@ -88,11 +88,52 @@ def _read_input(path: str) -> bytes:
         raise _UsageError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def _read_key(path: str, kind: str) -> tuple[Any, bytes]:
+PASSPHRASE_ENV = "PQFORGE_PASSPHRASE"
+NEW_PASSPHRASE_ENV = "PQFORGE_NEW_PASSPHRASE"
+
+
+def _passphrase(file: str | None, env: str, option: str) -> bytes | None:
+    """The passphrase from ``file`` (its first line, without the line ending, as OpenSSL's
+    ``file:`` reads it) or else from the environment variable ``env``; None when neither is set."""
+    if file is not None:
+        try:
+            data = Path(file).read_bytes()
+        except OSError as exc:
+            raise _UsageError(f"cannot read {option} {file}: {exc.strerror}") from None
+        passphrase = data.split(b"\n", 1)[0].removesuffix(b"\r")
+        where = f"{option} {file}"
+    elif os.environ.get(env) is not None:
+        passphrase, where = os.fsencode(os.environ[env]), env
+    else:
+        return None
+    if not passphrase:
+        raise _UsageError(f"the passphrase from {where} is empty")
+    return passphrase
+
+
+def _passphrase_for(path: str, args: argparse.Namespace) -> Callable[[], bytes]:
+    """What reads an encrypted private key's passphrase: called only when the key is encrypted."""
+    def given() -> bytes:
+        passphrase = _passphrase(getattr(args, "passphrase_file", None), PASSPHRASE_ENV, "--passphrase-file")
+        if passphrase is None:
+            raise _UsageError(f"{path} is an encrypted private key: give its passphrase with "
+                              f"--passphrase-file FILE or {PASSPHRASE_ENV}")
+        return passphrase
+    return given
+
+
+def _load_key(path: str, kind: str | None, args: argparse.Namespace) -> Any:
+    """The key object in the key file ``path``, in any format (``pqforge.keyfile.load``)."""
     try:
-        return keyfile.read(path, kind)
+        data = _read_input(path) if path == "-" else Path(path).read_bytes()
     except OSError as exc:
         raise _UsageError(f"cannot read key {path}: {exc.strerror}") from None
+    return keyfile.load(data, path, kind, _passphrase_for(path, args))
+
+
+def _read_key(path: str, kind: str, args: argparse.Namespace) -> tuple[Any, bytes]:
+    key = _load_key(path, kind, args)
+    return key.algorithm, key.public_bytes_raw() if kind == "PUBLIC" else key.private_bytes_raw()
 
 
 def _status(message: str) -> None:
@@ -189,17 +230,30 @@ def cmd_keygen(args: argparse.Namespace) -> int:
 def _write_key_pair(alg: Any, args: argparse.Namespace) -> int:
     if args.out in ("", STDOUT) or args.out.endswith(("/", os.sep)):
         raise _UsageError(f"--out must be a path prefix for two key files (PREFIX.pk, PREFIX.sk), got {args.out!r}")
+    format = getattr(args, "format", None) or keyfile.default_format(alg)
+    passphrase = _new_passphrase(getattr(args, "passphrase_file", None), format, "--passphrase-file", PASSPHRASE_ENV,
+                                 alg)
     outputs = [Output(args.out + ".pk"), Output(args.out + ".sk", secret=True)]
     check_outputs(outputs, args.force)
-    pk, sk = alg.keypair()
-    write_outputs(outputs, [keyfile.encode(alg.name, "PUBLIC", pk).encode(),
-                            keyfile.encode(alg.name, "PRIVATE", sk).encode()], args.force)
-    _status(f"wrote {outputs[0].path} and {outputs[1].path} ({alg.name})")
+    sk = alg.generate_private_key()
+    write_outputs(outputs, [keyfile.dump(sk.public_key(), format), keyfile.dump(sk, format, passphrase)], args.force)
+    _status(f"wrote {outputs[0].path} and {outputs[1].path} ({alg.name}, {format}"
+            f"{', private key encrypted' if passphrase else ''})")
     return 0
 
 
-def _signature_key(path: str, kind: str) -> tuple[Any, bytes]:
-    alg, key = _read_key(path, kind)
+def _new_passphrase(file: str | None, format: str, option: str, env: str, alg: Any) -> bytes | None:
+    """The passphrase to encrypt a private key of ``alg`` written in ``format`` under, if one is given."""
+    passphrase = _passphrase(file, env, option)
+    if passphrase is not None and format == "pqforge":
+        remedy = ("use --format pem or --format der to encrypt the private key" if alg.name in pkix.OIDS else
+                  f"{alg.name} keys have no encrypted format (no object identifier in use for PKCS#8)")
+        raise _UsageError(f"a passphrase was given ({option} or {env}) but pqforge key files are not encrypted: {remedy}")
+    return passphrase
+
+
+def _signature_key(path: str, kind: str, args: argparse.Namespace) -> tuple[Any, bytes]:
+    alg, key = _read_key(path, kind, args)
     if alg.kind != "signature":
         raise _UsageError(f"{alg.name} is a KEM, not a signature algorithm")
     return alg, key
@@ -209,7 +263,7 @@ def cmd_sign(args: argparse.Namespace) -> int:
     out = args.output if args.output is not None else (args.file + ".sig" if args.file != "-" else None)
     if out is None:
         raise _UsageError("signing standard input needs -o FILE (or -o - for standard output) for the signature")
-    alg, sk = _signature_key(args.key, "PRIVATE")        # the key first: a wrong key is the first thing to fix
+    alg, sk = _signature_key(args.key, "PRIVATE", args)        # the key first: a wrong key is the first thing to fix
     outputs = [Output(out)]
     check_outputs(outputs, args.force, {"message": args.file, "key": args.key})
     msg = _read_input(args.file)
@@ -220,7 +274,7 @@ def cmd_sign(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    alg, pk = _signature_key(args.key, "PUBLIC")
+    alg, pk = _signature_key(args.key, "PUBLIC", args)
     msg = _read_input(args.file)
     sig = _read_input(args.signature)
     # a signature of the wrong length is invalid (1), not an error (2): it is the untrusted input
@@ -248,7 +302,7 @@ def cmd_kem_keygen(args: argparse.Namespace) -> int:
 
 
 def cmd_kem_encap(args: argparse.Namespace) -> int:
-    alg, pk = _read_key(args.key, "PUBLIC")
+    alg, pk = _read_key(args.key, "PUBLIC", args)
     _kem_alg(alg)
     outputs = [Output(args.ciphertext), Output(args.secret, secret=True)]
     check_outputs(outputs, args.force, {"key": args.key})
@@ -259,7 +313,7 @@ def cmd_kem_encap(args: argparse.Namespace) -> int:
 
 
 def cmd_kem_decap(args: argparse.Namespace) -> int:
-    alg, sk = _read_key(args.key, "PRIVATE")
+    alg, sk = _read_key(args.key, "PRIVATE", args)
     _kem_alg(alg)
     outputs = [Output(args.secret, secret=True)]
     check_outputs(outputs, args.force, {"key": args.key, "ciphertext": args.ciphertext})
@@ -269,6 +323,22 @@ def cmd_kem_decap(args: argparse.Namespace) -> int:
     ss = alg.decapsulate(sk, ct)
     write_outputs(outputs, [ss], args.force)
     _status(f"wrote {_shown(args.secret)} ({alg.name})")
+    return 0
+
+
+def cmd_key_convert(args: argparse.Namespace) -> int:
+    key = _load_key(args.key, None, args)
+    if args.public:
+        key = key.public_key() if hasattr(key, "private_bytes_raw") else key
+    private = hasattr(key, "private_bytes_raw")
+    passphrase = (_new_passphrase(args.new_passphrase_file, args.format, "--new-passphrase-file", NEW_PASSPHRASE_ENV,
+                                  key.algorithm)
+                  if private else None)
+    outputs = [Output(args.output, secret=private)]
+    check_outputs(outputs, args.force, {"key": args.key})
+    write_outputs(outputs, [keyfile.dump(key, args.format, passphrase)], args.force)
+    what = "private key" + (", encrypted" if passphrase else "") if private else "public key"
+    _status(f"wrote {_shown(args.output)} ({key.algorithm.name} {what}, {args.format})")
     return 0
 
 
@@ -442,11 +512,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--alg", required=True, type=_signature_algorithm,
                    help="signature algorithm, e.g. MAYO-2 (see pqforge --help)")
     s.add_argument("--out", required=True, help="path prefix of the two key files")
+    s.add_argument("--format", choices=keyfile.FORMATS,
+                   help="key file format: pem or der (PKCS#8 and SubjectPublicKeyInfo, as OpenSSL writes them) or "
+                        "pqforge (its own armour); default pem")
+    s.add_argument("--passphrase-file", metavar="FILE",
+                   help=f"encrypt the private key (pem, der) under the first line of FILE (or ${PASSPHRASE_ENV})")
     s.add_argument("--force", action="store_true", help="overwrite existing key files")
     s.set_defaults(func=cmd_keygen)
 
     s = sub.add_parser("sign", help="sign a file")
-    s.add_argument("--key", required=True, help="private key file")
+    s.add_argument("--key", required=True, help="private key file (pem, der or pqforge)")
+    s.add_argument("--passphrase-file", metavar="FILE",
+                   help=f"passphrase of an encrypted private key: the first line of FILE (or ${PASSPHRASE_ENV})")
     s.add_argument("file", help="file to sign ('-' for standard input)")
     s.add_argument("-o", "--output", help="signature file (default FILE.sig; '-' for standard output)")
     s.add_argument("--force", action="store_true", help="overwrite an existing signature file")
@@ -473,10 +550,25 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_kem_encap)
     s = kem.add_parser("decap", help="decapsulate a ciphertext: writes the shared secret")
     s.add_argument("--key", required=True, help="private key file")
+    s.add_argument("--passphrase-file", metavar="FILE",
+                   help=f"passphrase of an encrypted private key: the first line of FILE (or ${PASSPHRASE_ENV})")
     s.add_argument("ciphertext", help="ciphertext file ('-' for standard input)")
     s.add_argument("--secret", required=True, help="shared-secret output file (mode 0600; '-' for standard output)")
     s.add_argument("--force", action="store_true")
     s.set_defaults(func=cmd_kem_decap)
+
+    key = sub.add_parser("key", help="key files: key convert").add_subparsers(dest="key_command", required=True)
+    s = key.add_parser("convert", help="write a key file in another format (pem, der, pqforge), or its public key")
+    s.add_argument("key", help="key file, public or private, in any format ('-' for standard input)")
+    s.add_argument("-o", "--output", required=True, help="output file ('-' for standard output)")
+    s.add_argument("--format", required=True, choices=keyfile.FORMATS, help="format to write")
+    s.add_argument("--public", action="store_true", help="write the public key of a private key")
+    s.add_argument("--passphrase-file", metavar="FILE",
+                   help=f"passphrase of an encrypted input key: the first line of FILE (or ${PASSPHRASE_ENV})")
+    s.add_argument("--new-passphrase-file", metavar="FILE",
+                   help=f"encrypt the private key written (pem, der) under the first line of FILE (or ${NEW_PASSPHRASE_ENV})")
+    s.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    s.set_defaults(func=cmd_key_convert)
 
     s = sub.add_parser("kat", help="regenerate known-answer tests and compare with the official ones")
     s.add_argument("--alg", required=True, type=algorithm_name, help="algorithm name (see pqforge --help)")

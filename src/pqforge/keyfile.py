@@ -1,4 +1,7 @@
-"""Key files: the raw key bytes in a text armour that names the algorithm and the key type.
+"""Key files: pqforge's own armour, and reading a key file in any format pqforge reads.
+
+pqforge's own key file is the raw key bytes in a text armour that names the algorithm and the
+key type; sets with no object identifier in use (Classic McEliece) have only this and raw bytes.
 
     -----BEGIN PQFORGE MAYO-2 PRIVATE KEY-----
     Checksum: 3f1c0a9e5b7d2468
@@ -25,10 +28,11 @@ import hashlib
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from . import algorithms
-from .errors import InvalidKey
+from . import pkix, serialization
+from .errors import InvalidInput, InvalidKey, PQForgeError
 from .files import Output, check_outputs, write_outputs
 
 KINDS = ("PUBLIC", "PRIVATE")
@@ -51,11 +55,9 @@ def checksum(alg_name: str, kind: str, raw: bytes) -> str:
 
 
 def encode(alg_name: str, kind: str, raw: bytes) -> str:
-    body = base64.b64encode(raw).decode()
-    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
     head = f"PQFORGE {alg_name} {kind.upper()} KEY"
     return (f"-----BEGIN {head}-----\nChecksum: {checksum(alg_name, kind, raw)}\n"
-            + "".join(line + "\n" for line in lines) + f"-----END {head}-----\n")
+            + pkix.base64_lines(raw) + f"-----END {head}-----\n")
 
 
 def decode(text: str, source: str = "key file") -> tuple[Any, str, bytes]:
@@ -84,16 +86,73 @@ def decode(text: str, source: str = "key file") -> tuple[Any, str, bytes]:
     return alg, kind, raw
 
 
-def read(path: str | Path, expect_kind: str) -> tuple[Any, bytes]:
-    """(algorithm object, raw key) from a key file holding a key of type ``expect_kind``."""
+FORMATS = ("pem", "der", "pqforge")
+"""The key file formats: PEM and DER (SubjectPublicKeyInfo, PKCS#8) and pqforge's own."""
+
+
+def default_format(alg: Any) -> str:
+    """PEM for a set with an object identifier in use, else pqforge's own key file."""
+    return "pem" if alg.name in serialization.OIDS else "pqforge"
+
+
+def dump(key: Any, format: str, passphrase: bytes | None = None) -> bytes:
+    """A key object (public or private) as a key file in ``format`` (one of ``FORMATS``); a
+    private key in PEM or DER is encrypted under ``passphrase`` when one is given."""
+    private = hasattr(key, "private_bytes_raw")
+    if format == "pqforge":
+        if passphrase is not None:
+            raise InvalidInput("pqforge key files are not encrypted; write PEM or DER to encrypt a private key")
+        raw = key.private_bytes_raw() if private else key.public_bytes_raw()
+        return encode(key.algorithm.name, "PRIVATE" if private else "PUBLIC", raw).encode("ascii")
+    encoding = {"pem": serialization.Encoding.PEM, "der": serialization.Encoding.DER}.get(format)
+    if encoding is None:
+        raise InvalidInput(f"unknown key file format {format!r}; expected one of: {', '.join(FORMATS)}")
+    if not private:
+        return bytes(key.public_bytes(encoding, serialization.PublicFormat.SubjectPublicKeyInfo))
+    encryption = (serialization.NoEncryption() if passphrase is None else
+                  serialization.BestAvailableEncryption(passphrase))
+    return bytes(key.private_bytes(encoding, serialization.PrivateFormat.PKCS8, encryption))
+
+
+def load(data: bytes, source: str, expect_kind: str | None = None,
+         passphrase: Callable[[], bytes] | None = None) -> Any:
+    """The key object (public or private, or of type ``expect_kind``) in ``data``, in any format
+    pqforge reads: its own key file, or SubjectPublicKeyInfo / PKCS#8 in PEM or DER
+    (``pqforge.serialization``). ``passphrase`` is called only for an encrypted private key."""
+    if data.lstrip().startswith(b"-----BEGIN PQFORGE "):
+        try:
+            text = data.decode("ascii")
+        except UnicodeDecodeError:
+            raise InvalidKey(f"{source} is not a pqforge key file (binary content)") from None
+        alg, kind, raw = decode(text, source)
+        _expect(source, kind, expect_kind)
+        return alg.public_key_from_bytes(raw) if kind == "PUBLIC" else alg.private_key_from_bytes(raw)
+    found, encrypted = serialization.kind_of(data)
+    if found is None:
+        raise InvalidKey(f"{source} holds no key pqforge reads: expected a pqforge key file, or a PEM or DER "
+                         "SubjectPublicKeyInfo or PKCS#8 key")
+    _expect(source, found, expect_kind)
+    if encrypted and passphrase is None:
+        raise InvalidKey(f"{source} is an encrypted private key and no passphrase was given")
     try:
-        text = Path(path).read_text(encoding="ascii")
-    except UnicodeDecodeError:
-        raise InvalidKey(f"{path} is not a pqforge key file (binary content)") from None
-    alg, kind, raw = decode(text, str(path))
-    if kind != expect_kind.upper():
-        raise InvalidKey(f"{path} holds a {kind.lower()} key; a {expect_kind.lower()} key is expected here")
-    return alg, raw
+        if found == "PUBLIC":
+            return serialization.load_public_key(data)
+        return serialization.load_private_key(data, passphrase() if encrypted and passphrase else None)
+    except PQForgeError as exc:
+        raise type(exc)(f"{source}: {exc}") from None
+
+
+def read(path: str | Path, expect_kind: str,
+         passphrase: Callable[[], bytes] | None = None) -> tuple[Any, bytes]:
+    """(algorithm object, raw key) from a file holding a key of type ``expect_kind``, in any
+    format ``load`` reads."""
+    key = load(Path(path).read_bytes(), str(path), expect_kind, passphrase)
+    return key.algorithm, key.public_bytes_raw() if expect_kind.upper() == "PUBLIC" else key.private_bytes_raw()
+
+
+def _expect(source: str, kind: str, expect_kind: str | None) -> None:
+    if expect_kind is not None and kind != expect_kind.upper():
+        raise InvalidKey(f"{source} holds a {kind.lower()} key; a {expect_kind.lower()} key is expected here")
 
 
 def write(path: str | Path, alg_name: str, kind: str, raw: bytes, force: bool = False) -> None:
