@@ -153,6 +153,8 @@ def test_pem_mistakes_are_named():
         pqforge.load_pem_private_key(vector("mayo1.key.der"))
     with pytest.raises(InvalidKey, match="no PEM block"):
         pqforge.load_pem_public_key(b"hello")
+    with pytest.raises(InvalidKey, match="PRIVATE KEY PEM block is truncated"):
+        pqforge.load_pem_private_key(vector("mayo2.key.pem")[:3000])
     body = vector("mayo1.pub.pem").replace(b"M", b"*", 1)
     with pytest.raises(InvalidKey):
         pqforge.load_pem_public_key(body)

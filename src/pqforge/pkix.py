@@ -217,6 +217,10 @@ def pem_decode(data: bytes, labels: tuple[str, ...], what: str) -> tuple[str, by
             except binascii.Error as exc:
                 raise InvalidKey(f"{what}: corrupt base64 in the PEM block ({exc})") from None
             return match["label"], der
+    for label in labels:
+        if f"-----BEGIN {label}-----" in text:
+            raise InvalidKey(f"{what}: the {label} PEM block is truncated or corrupt (no matching END line, "
+                             "or characters other than base64 inside)")
     seen = f"its blocks are {', '.join(sorted({m['label'] for m in found}))}" if found else "no PEM block found"
     raise InvalidKey(f"{what} holds no {' or '.join(labels)} block ({seen})")
 
