@@ -17,8 +17,12 @@ PBES2 with scrypt or PBKDF2 (HMAC-SHA-1/224/256/384/512) and AES-128/192/256-CBC
 ``MAX_KDF_MEMORY`` and ``MAX_PBKDF2_ITERATIONS``, so that a hostile file cannot make a load take
 minutes or gigabytes.
 
-The ASN.1 is pyca's declarative ``cryptography.hazmat.asn1`` (strict DER: a non-minimal length,
-trailing bytes or a BER form is refused); the key derivations and the cipher are its primitives.
+The ASN.1 is pyca's declarative ``cryptography.hazmat.asn1``: strict DER (a non-minimal length,
+trailing bytes or a BER form is refused), in Rust, fuzzed with the rest of pyca, and from a
+package pqforge already depends on; the structures below read like the RFCs' definitions. pyca
+marks that module as outside its compatibility policy for now: the tests build and parse every
+structure here, so a change in it shows at once. The key derivations and the cipher are pyca's
+primitives too.
 Secret here: the passphrase, the derived key, the decrypted PKCS#8 and the seed inside. Their
 lengths are public (fixed per set); decoding them branches on their DER structure only, which
 is the same for every key of a set.
