@@ -242,6 +242,30 @@ def test_a_compile_helper_that_ended_is_reaped_while_the_server_runs(tmp_path, m
         units.stop_helpers()
 
 
+def test_readiness_does_not_wait_for_a_busy_store(tmp_path, monkeypatch):
+    import threading
+    from pqforge.service import Settings
+    from pqforge.service.core import Service
+    monkeypatch.setenv("PQFORGE_MASTER_KEY", base64.b64encode(os.urandom(32)).decode())
+    service = Service(Settings(store=f"sqlite:///{tmp_path / 'pqforge.db'}", warm_up=[]))
+    free = threading.Event()
+    ping = service.store.ping
+    monkeypatch.setattr(service.store, "ping", lambda: free.wait(600) and ping())   # a store held up
+
+    async def ask() -> list:
+        first = await service.store_reachable()        # no ping has ended: not known to answer
+        free.set()
+        while not await service.store_reachable():      # the held-up ping ends, then says so
+            await asyncio.sleep(0.05)
+        return [first, True]
+    try:
+        assert asyncio.run(ask()) == [False, True]
+    finally:
+        free.set()
+        service.executor.shutdown()
+        service.store.close()
+
+
 def _helper_pids(srv: Server) -> list[int]:
     """The pids of the compile helpers the server's log names."""
     return [int(pid) for pid in re.findall(r"paths of [^(]*\(pid (\d+)\)", srv.log())]

@@ -101,11 +101,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
 
     @app.get("/readyz", tags=["health"])
     async def readyz():
-        try:
-            await run_in_threadpool(service.store.ping)
-            store_ok = True
-        except StoreUnavailable:
-            store_ok = False
+        store_ok = await service.store_reachable()
         ready = store_ok and service.warmed.is_set()
         body = {"ready": ready, "store": store_ok, "warmed_up": service.warmed.is_set(),
                 "compiling": service.compiling()}

@@ -45,6 +45,9 @@ log = logging.getLogger("pqforge.service")
 # can be long.
 WATCH_HANGUP_FROM_MS = 10.0
 
+READY_WAIT_S = 0.05
+"""How long /readyz waits for the store's ping before it answers with the latest one's result."""
+
 
 class ApiError(Exception):
     def __init__(self, status: int, kind: str, message: str, field: str | None = None, headers=None):
@@ -126,6 +129,8 @@ class Service:
         self.warmed = threading.Event()
         self.rest_compile: subprocess.Popen | None = None    # the background compile (``warm_up``)
         self.stopping = threading.Event()       # set at shutdown: warm-up goes no further
+        self._ping: asyncio.Future | None = None        # the store's latest ping (``store_reachable``)
+        self._store_ok = False
         self._helper_lock = threading.Lock()
         self.drained = threading.Event()    # set once shutdown finished the queued requests
         self._tokens: dict[str, tuple[float, str, list]] = {}
@@ -258,6 +263,26 @@ class Service:
             raise
         finally:
             gone.cancel()
+
+    async def store_reachable(self) -> bool:
+        """Whether the store answers (for /readyz): a ping in a worker thread, waited for at most
+        ``READY_WAIT_S``. One that takes longer (the store busy with other writes, or a first
+        connection creating the database) leaves the answer of the latest ping that ended (False
+        before any), and later calls wait on it rather than queue another: readiness stays cheap."""
+        if self._ping is None or self._ping.done():
+            self._ping = asyncio.ensure_future(run_in_threadpool(self._ping_store))
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._ping), READY_WAIT_S)
+        except asyncio.TimeoutError:
+            return self._store_ok
+
+    def _ping_store(self) -> bool:
+        try:
+            self.store.ping()
+            self._store_ok = True
+        except StoreUnavailable:
+            self._store_ok = False
+        return self._store_ok
 
     async def principal(self, header: str | None) -> Principal:
         """The caller; the token cache answers without leaving the event loop while it is fresh."""
