@@ -305,6 +305,7 @@ def _cold(srv: Server) -> tuple[dict, set]:
     /readyz's answer then, and the processes below the server."""
     srv.start(ready=False)
     wait_until(lambda: descendants(srv.proc.pid), 120, "no compile helper started")
+    wait_until(lambda: "Z" not in descendants(srv.proc.pid).values(), 60, "a zombie below the starting server")
     ready = httpx.get(srv.url + "/readyz", timeout=60)      # answers while the helper compiles
     assert httpx.get(srv.url + "/healthz", timeout=60).status_code == 200
     return ready, set(descendants(srv.proc.pid))

@@ -23,7 +23,8 @@ the process), so this process and its helpers share the work like one queue, and
 running by an earlier process (a ``pqforge keygen`` that has returned) is waited for, never
 doubled. Units and ``Ahead`` entries (a kernel that Python code calls, with the argument types
 of that call) are handled alike. Entries for later operations compile at low priority, on
-idle cores only.
+idle cores only. A thread per helper reaps it as it ends (``start_helper``); a command's
+helpers may outlive it, an owning process's (``pqforge serve``: ``own_helpers``) may not.
 """
 
 from __future__ import annotations
