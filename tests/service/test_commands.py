@@ -300,6 +300,11 @@ def test_helpers_are_reaped_as_they_end_and_none_is_left_after_the_server_stops(
         srv.stop()
 
 
+def _empty_cache(tmp_path) -> dict:
+    """The environment of a server that must compile: an empty cache, no machine code built ahead."""
+    return {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PQFORGE_PREBUILT": "none"}
+
+
 def _cold(srv: Server) -> tuple[dict, set]:
     """Start ``srv`` on an empty cache and return, while its served paths compile in a helper:
     /readyz's answer then, and the processes below the server."""
@@ -312,7 +317,7 @@ def _cold(srv: Server) -> tuple[dict, set]:
 
 
 def test_sigterm_during_a_cold_start_ends_every_helper(tmp_path):
-    srv = Server(tmp_path, settings={"compile_rest": True}, env={"NUMBA_CACHE_DIR": str(tmp_path / "cache")})
+    srv = Server(tmp_path, settings={"compile_rest": True}, env=_empty_cache(tmp_path))
     try:
         ready, helpers = _cold(srv)
         assert ready.status_code == 503 and ready.json()["warmed_up"] is False, ready.text
@@ -326,7 +331,7 @@ def test_sigterm_during_a_cold_start_ends_every_helper(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_a_killed_server_takes_its_helpers_with_it(tmp_path):
-    srv = Server(tmp_path, env={"NUMBA_CACHE_DIR": str(tmp_path / "cache")})
+    srv = Server(tmp_path, env=_empty_cache(tmp_path))
     try:
         _, helpers = _cold(srv)
         srv.kill(signal.SIGKILL)            # no shutdown: the helpers must notice by themselves
@@ -338,7 +343,7 @@ def test_a_killed_server_takes_its_helpers_with_it(tmp_path):
 
 def test_compile_notices_are_json_log_lines(tmp_path):
     # nothing warmed up and an empty cache: creating a key compiles key generation in the server
-    srv = Server(tmp_path, settings={"warm_up": []}, env={"NUMBA_CACHE_DIR": str(tmp_path / "cache")})
+    srv = Server(tmp_path, settings={"warm_up": []}, env=_empty_cache(tmp_path))
     srv.admin = srv.token("admin")
     srv.start()
     try:
