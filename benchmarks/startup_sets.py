@@ -1,7 +1,7 @@
 """First use from an empty cache under each kernel set, as a results file for BENCHMARKS.md.
 
     python benchmarks/startup_sets.py [--alg NAME ...] [--sets SET,...] [--rounds N] [--prebuilt DIR] [--out FILE]
-    python benchmarks/startup_sets.py --serve [--sets SET,...] [--rounds N] [--prebuilt DIR] [--out FILE]
+    python benchmarks/startup_sets.py --serve [--busy N] [--sets SET,...] [--rounds N] [--prebuilt DIR] [--out FILE]
 
 For each round, algorithm and kernel set in turn (interleaved), ``pqforge.bench.startup`` runs
 a new interpreter with an empty numba cache (the first key, then the rest of the round trip:
@@ -11,7 +11,11 @@ the format of ``benchmarks/results/README.md``: seconds, the least over the roun
 
 With ``--serve``: ``pqforge serve`` (default settings: MAYO-2 warmed up) started with an empty
 cache and a new SQLite file under each set in turn; the seconds until ``/readyz`` answers 200,
-and until it reports that the background compile of the other paths has ended.
+and until it reports that the background compile of the other paths has ended; meanwhile
+``/readyz`` and ``/healthz`` are asked in turn, every 0.1 s, and the slowest answer of each is a
+second results file (ms), from the first answer on (the port listens before the app has
+loaded, and a request sent earlier waits for the start-up). ``--busy N``: a busy machine, N processes spinning in a Python loop
+at normal priority from before the server starts until it has compiled everything.
 
 With ``--prebuilt DIR`` (bundles of ``pqforge precompile --prebuilt``, ``pqforge.jit.prebuilt``)
 every set runs twice per round, interleaved: "SET set" compiling everything
@@ -40,12 +44,20 @@ from tables import machine, quota_prefix  # (benchmarks/ is on the path of a scr
 HERE = Path(__file__).resolve().parent
 
 
-def _readyz(url: str) -> dict | None:
+def _get(url: str) -> tuple[dict | None, float | None]:
+    """(the JSON answer of ``url`` or None, seconds it took or None where none came)."""
+    start = time.perf_counter()
     try:
-        with urllib.request.urlopen(url, timeout=2) as answer:
-            return json.loads(answer.read())
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            body = json.loads(answer.read())
+    except urllib.error.HTTPError as answer:        # /readyz answers 503 until ready
+        body = json.loads(answer.read())
     except (urllib.error.URLError, OSError, ValueError):
-        return None
+        return None, None
+    return body, time.perf_counter() - start
+
+
+BUSY_LOOP = "while True: pass"
 
 
 def variants(chosen: list[str], prebuilt: Path | None) -> list[tuple[str, str, dict]]:
@@ -56,9 +68,11 @@ def variants(chosen: list[str], prebuilt: Path | None) -> list[tuple[str, str, d
             for label, where in (("", "none"), (", prebuilt", str(prebuilt.resolve())))]
 
 
-def cold_serve(kernel_set: str, extra_env: dict, limit_s: float = 900) -> dict:
+def cold_serve(kernel_set: str, extra_env: dict, busy: int = 0, limit_s: float = 900) -> tuple[dict, dict]:
     """Seconds from starting ``pqforge serve`` with an empty cache until ``/readyz`` is 200, and
-    until it no longer reports ``compiling``."""
+    until it no longer reports ``compiling``; and the slowest answer of ``/readyz`` and of
+    ``/healthz`` meanwhile (ms). ``busy`` processes spin beside it all along."""
+    spinners = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(busy)]
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(tmp) / "cache"), "PQFORGE_KERNELS": kernel_set, **extra_env}
@@ -66,37 +80,58 @@ def cold_serve(kernel_set: str, extra_env: dict, limit_s: float = 900) -> dict:
         server = subprocess.Popen([sys.executable, "-m", "pqforge.cli", "serve", "--store",
                                    f"sqlite:///{Path(tmp) / 'pqforge.db'}", "--port", str(port)],
                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        ready = None
+        ready, slowest = None, {"/readyz": 0.0, "/healthz": 0.0}
         try:
+            # the port listens before the app is loaded: the first answer waits for the start-up
+            while _get(f"http://127.0.0.1:{port}/healthz")[1] is None and time.monotonic() - start < limit_s:
+                time.sleep(0.1)
             while time.monotonic() - start < limit_s:
-                body = _readyz(f"http://127.0.0.1:{port}/readyz")
+                body, took = _get(f"http://127.0.0.1:{port}/readyz")
                 now = time.monotonic() - start
+                if took is not None:
+                    slowest["/readyz"] = max(slowest["/readyz"], took)
                 if body and body.get("ready") and ready is None:
                     ready = now
                 if ready is not None and body and not body.get("compiling"):
-                    return {"serve: ready": round(ready, 1), "serve: all compiled": round(now, 1)}
-                time.sleep(0.25)
+                    return ({"serve: ready": round(ready, 1), "serve: all compiled": round(now, 1)},
+                            {f"{path}: slowest answer": round(t * 1000, 1) for path, t in slowest.items()})
+                time.sleep(0.1)
+                _, took = _get(f"http://127.0.0.1:{port}/healthz")
+                if took is not None:
+                    slowest["/healthz"] = max(slowest["/healthz"], took)
+                time.sleep(0.1)
             raise RuntimeError(f"pqforge serve ({kernel_set}) not ready and compiled in {limit_s} s")
         finally:
-            server.terminate()
-            server.wait(60)
+            for process in [server, *spinners]:
+                process.terminate()
+                process.wait(60)
 
 
 def serve_main(args, chosen: list[str]) -> None:
     start = dt.datetime.now(dt.timezone.utc)
-    rows = []
+    rows, answers = [], []
     for round_ in range(1, args.rounds + 1):
         for name, impl, extra_env in variants(chosen, args.prebuilt):
-            rows.append({"round": round_, "alg": "MAYO-2", "impl": impl, "s": cold_serve(name, extra_env)})
-            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    _write("cold-serve", start, rows, args.out,
-           command=f"`{quota_prefix()}python benchmarks/startup_sets.py --serve --sets {','.join(chosen)} "
-                   f"--rounds {args.rounds}{_prebuilt_option(args)}`",
+            seconds, ms = cold_serve(name, extra_env, args.busy)
+            rows.append({"round": round_, "alg": "MAYO-2", "impl": impl, "s": seconds})
+            answers.append({"round": round_, "alg": "MAYO-2", "impl": impl, "ms": ms})
+            print(json.dumps(rows[-1]), json.dumps(answers[-1]), file=sys.stderr, flush=True)
+    busy = (f"; a busy machine: {args.busy} processes spinning in a Python loop (`{BUSY_LOOP}`) at normal "
+            "priority from before the server starts until it has compiled everything") if args.busy else ""
+    command = (f"`{quota_prefix()}python benchmarks/startup_sets.py --serve{f' --busy {args.busy}' if args.busy else ''} "
+               f"--sets {','.join(chosen)} --rounds {args.rounds}{_prebuilt_option(args)}`")
+    kernels = "each column names its set (`PQFORGE_KERNELS`)" + _prebuilt_note(args)
+    comparison = "cold-serve-busy" if args.busy else "cold-serve"
+    _write(comparison, start, rows, args.out, command=command, kernels=kernels,
            method="per round, each set in turn: `pqforge serve` with default settings (MAYO-2 warmed up), an "
                   "empty numba cache and a new SQLite file; seconds from the start of the process until "
                   "`/readyz` answers 200 (the paths requests take are compiled), and until it no longer "
-                  "reports `compiling` (the background compile of the other paths has ended)",
-           kernels="each column names its set (`PQFORGE_KERNELS`)" + _prebuilt_note(args))
+                  "reports `compiling` (the background compile of the other paths has ended)" + busy)
+    _write(comparison + "-answers", start, answers, args.out and args.out.with_name(args.out.stem + "-answers.jsonl"),
+           command=command, kernels=kernels, unit="ms",
+           method="the same runs: from the first answer of `/healthz` (the app has loaded) until the server "
+                  "has compiled everything, `/readyz` and `/healthz` asked in turn every 0.1 s, one request at a time; the slowest answer of "
+                  "each (ms, from sending the request to reading the whole answer)" + busy)
 
 
 def _write(comparison: str, start: dt.datetime, rows: list, out: Path | None, **fields: str) -> None:
@@ -131,6 +166,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path, help="results file (default: a new one under benchmarks/results)")
     parser.add_argument("--serve", action="store_true", help="time a cold `pqforge serve` until it is ready")
+    parser.add_argument("--busy", type=int, default=0, metavar="N",
+                        help="with --serve: N processes spinning in a Python loop beside the server all along")
     parser.add_argument("--prebuilt", type=Path, metavar="DIR",
                         help="also run each set with the bundles in DIR (pqforge precompile --prebuilt), interleaved")
     args = parser.parse_args()

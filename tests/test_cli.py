@@ -368,6 +368,37 @@ def test_ctrl_c_during_a_benchmark_exits_130_quietly():
     assert out == "" and all(line.startswith("  MAYO-2 ") for line in err.splitlines()), err
 
 
+_HELPER_THEN_WAIT = """
+import sys, time
+from pqforge import cli
+from pqforge.jit import units
+units._WORKER = "import time; time.sleep(600)"          # a helper that takes its time
+
+def command(args):
+    units._start_helper([])             # as a first use's prefetch starts one
+    print(*units.running_helpers(), flush=True)
+    time.sleep(600)
+cli.cmd_keygen = command
+sys.exit(cli.main(["keygen", "--alg", "MAYO-2", "--out", "k"]))
+"""
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_command_stopped_by_a_signal_ends_its_compile_helpers(tmp_path, sig, status):
+    proc = subprocess.Popen([sys.executable, "-c", _HELPER_THEN_WAIT], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    helper = int(proc.stdout.readline())
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    alive = Path(f"/proc/{helper}").exists() and Path(f"/proc/{helper}/stat").read_text().split(") ")[1][0] != "Z"
+    if alive:
+        os.kill(helper, signal.SIGKILL)     # (not ours to reap: an orphan, reaped by init)
+    assert proc.returncode == status, err
+    assert not alive, f"helper {helper} outlived the command"
+    assert "Traceback" not in err and "helper" not in err, err     # ended: not mentioned as running
+
+
 # -- output files --------------------------------------------------------------------------------
 
 def _mode(path):

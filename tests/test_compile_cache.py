@@ -159,6 +159,7 @@ def no_markers(monkeypatch, tmp_path):
     monkeypatch.setattr(cache, "_seen", set())      # nor does this process's memory of earlier uses
     monkeypatch.setattr(cache, "_pace", [])         # nor its first compile's pace
     monkeypatch.setattr(cache, "_remembered", [])   # nor an earlier process's
+    monkeypatch.setattr(cache, "_load", lambda: 1.0)  # an idle machine, whatever else runs now
     return cache
 
 
@@ -290,6 +291,17 @@ def test_the_next_process_announces_at_the_pace_an_earlier_one_measured(no_marke
     monkeypatch.setattr(no_markers, "_remembered", [])       # ... and on another machine
     monkeypatch.setattr(no_markers, "_machine", lambda: "another machine")
     assert no_markers.paced(4) == 4
+
+
+def test_notices_announce_more_on_a_busy_machine(monkeypatch):
+    from pqforge.jit import cache
+    monkeypatch.setattr(cache, "_pace", [])             # no pace measured: as estimated for an idle machine
+    monkeypatch.setattr(cache, "_remembered", [None])
+    monkeypatch.setattr(cache.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(cache.os, "getloadavg", lambda: (3.0, 3.0, 3.0))     # two cores, three busy processes
+    assert cache.paced(4) == 8
+    monkeypatch.setattr(cache.os, "getloadavg", lambda: (0.2, 0.1, 0.0))     # idle: as estimated
+    assert cache.paced(4) == 4
 
 
 def test_a_compile_far_faster_than_announced_sets_no_pace(no_markers, monkeypatch):

@@ -266,6 +266,40 @@ def test_running_helpers_are_listed_and_stopping_them_reaps_them_without_a_warni
             os.kill(pid, 0)         # reaped: gone, no zombie
 
 
+def test_a_helper_is_reaped_as_it_ends_with_nothing_polling_it(monkeypatch):
+    monkeypatch.setattr(units, "_WORKER", "pass")      # ends at once
+    units._start_helper([])
+    helper, = units._helpers.values()
+    deadline = time.monotonic() + 60
+    while os.path.exists(f"/proc/{helper.pid}"):       # a zombie would stay until someone polled it
+        assert time.monotonic() < deadline, f"helper {helper.pid} not reaped"
+        time.sleep(0.05)
+    assert helper.returncode == 0
+    units.stop_helpers()
+
+
+def test_only_an_owning_process_names_itself_to_its_helpers(monkeypatch):
+    seen = []
+    monkeypatch.setattr(units.subprocess, "Popen", lambda argv, env, **kw: seen.append(env) or _Ended())
+    monkeypatch.setenv(units.HELPER_OF, "1")           # (as in a helper: never passed on as it is)
+    monkeypatch.setattr(units, "_owning", False)
+    units.start_helper(["-c", "pass"])
+    monkeypatch.setattr(units, "_owning", True)
+    units.start_helper(["-c", "pass"])
+    assert units.HELPER_OF not in seen[0] and seen[1][units.HELPER_OF] == str(os.getpid())
+    units.stop_helpers()
+
+
+class _Ended:
+    pid, returncode = -1, 0
+
+    def wait(self, timeout=None):
+        return 0
+
+    def poll(self):
+        return 0
+
+
 def test_stopping_helpers_lets_them_finish_within_the_time_given(monkeypatch):
     monkeypatch.setattr(units, "_WORKER", "import time; time.sleep(0.3)")
     units._start_helper([])

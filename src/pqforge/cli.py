@@ -2,7 +2,7 @@
 
 Exit status: 0 success (or a valid signature), 1 an invalid signature (including one of the
 wrong length) or a KAT mismatch, 2 a usage or input error (one line on stderr, no traceback),
-130 interrupted (Ctrl-C).
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM); either ends the command's compile helpers.
 
 Outputs are checked before any work and written whole or not at all (``pqforge.files``);
 secret outputs get mode 0600. ``-`` is standard input for inputs and standard output for
@@ -18,7 +18,9 @@ import importlib
 import itertools
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -476,8 +478,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_precompile(args: argparse.Namespace) -> int:
     """Compile (and cache) the kernels of every algorithm, or of those named, by running each
     of its paths once (e.g. in a container build); with ``--prebuilt``, build bundles of
-    machine code for other machines instead (``pqforge.jit.prebuilt.build``)."""
-    from .jit import cache
+    machine code for other machines instead (``pqforge.jit.prebuilt.build``). With
+    ``--serving``, only the paths ``pqforge serve`` needs before it is ready (its helper for them)."""
+    from .jit import cache, units
+    units.die_with_parent()        # (as a helper of ``pqforge serve``)
     algs = [algorithms.get(name) for name in (args.alg or algorithms.names())]
     if args.prebuilt:
         from .jit import prebuilt
@@ -487,12 +491,12 @@ def cmd_precompile(args: argparse.Namespace) -> int:
     bar = progress_bar(len(algs), "compiling")
     for alg in algs:
         bar.set_postfix_str(alg.name)
-        alg.warm_up()
+        (alg.warm_up_serving if args.serving else alg.warm_up)()
         bar.update(1)
     bar.close()
-    units = sys.modules.get("pqforge.jit.units")
-    if units is not None:       # every path has run: a helper still running finishes what it took
-        units.stop_helpers(timeout=units.WORKER_SECONDS)
+    # every path has run: a helper still running finishes what it took, except with --serving,
+    # whose helpers' other entries are for later (the served paths are in the cache by now)
+    units.stop_helpers(timeout=0 if args.serving else units.WORKER_SECONDS)
     print(f"compiled {len(algs)} algorithm{'s' * (len(algs) > 1)}; cache: "
           f"{cache.CACHE_DIR or 'none (not writable)'}")
     return 0
@@ -503,7 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
                 epilog=f"algorithms: {', '.join(algorithms.names())} (case, hyphens and a leading "
                        "'Classic-' are optional: mayo2, McEliece348864f). Exit status: 0 success or a valid "
                        "signature, 1 an invalid signature or a KAT mismatch, 2 a usage or input error, "
-                       "130 interrupted.")
+                       "130 interrupted, 143 terminated.")
     p.add_argument("--version", action="version", version=f"pqforge {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -596,6 +600,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "prebuilt directory)")
     s.add_argument("--profile", action="append", help="with --prebuilt: only this profile (repeatable)")
     s.add_argument("--kernels", action="append", help="with --prebuilt: only this MAYO kernel set (repeatable)")
+    s.add_argument("--serving", action="store_true",
+                   help="only the paths pqforge serve needs before it is ready (key generation, batched sign and verify)")
     s.set_defaults(func=cmd_precompile)
 
     for module in ("pqforge.ct.cli", "pqforge.bench.batch_cli", "pqforge.service.cli"):  # command groups in their own modules
@@ -629,18 +635,36 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     print(f"pqforge: warning: {str(message).removeprefix('pqforge: ')}", file=sys.stderr)
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt, so that the command
+    ends its compile helpers on the way out instead of leaving them running."""
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; the exit status (0, 1, 2, or 130 when interrupted)."""
+    """Run the command line; the exit status (0, 1, 2, 130 when interrupted, 143 when terminated)."""
     retain_freed_heap()     # the process is pqforge's own: keep freed heap for the next key expansion
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
     try:
         args = build_parser().parse_args(argv)
         warnings.showwarning = _show_warning
         try:
             return int(args.func(args))
+        except (KeyboardInterrupt, _Terminated):
+            units = sys.modules.get("pqforge.jit.units")
+            if units is not None:       # interrupted: its helpers end with it
+                units.stop_helpers()
+            raise
         finally:
             _mention_helpers()
     except KeyboardInterrupt:
         return 130
+    except _Terminated:
+        return 143
     except BrokenPipeError:  # output piped into a reader that stopped (e.g. head)
         sys.stderr.close()
         return 0
@@ -653,6 +677,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pqforge: error: unexpected {type(exc).__name__}: {exc} "
               "(set PQFORGE_TRACEBACK=1 for the traceback)", file=sys.stderr)
         return 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -100,5 +100,48 @@ def server(tmp_path_factory):
     srv.stop()
 
 
+def proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state letter, parent pid) of the process ``pid`` from /proc, or None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return fields[0], int(fields[1])
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """The processes below ``pid`` (children, their children, ...), with their state letters
+    (``Z``: a zombie, ended but not reaped by its parent)."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            found = proc_stat(int(entry.name))
+            if found is not None:
+                parents[int(entry.name)] = found
+    below, todo = {}, [pid]
+    while todo:
+        parent = todo.pop()
+        for child, (state, ppid) in parents.items():
+            if ppid == parent and child not in below:
+                below[child] = state
+                todo.append(child)
+    return below
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie has ended: it runs no more, whoever reaps it)."""
+    found = proc_stat(pid)
+    return found is not None and found[0] != "Z"
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    """Wait for ``condition()`` to hold, up to ``timeout`` seconds (generous: a busy machine is
+    slow, never wrong), else fail saying ``what`` did not happen."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} (waited {timeout} s)"
+        time.sleep(0.1)
+
+
 def bearer(token: str | None) -> dict:
     return {"Authorization": f"Bearer {token}"} if token else {}

@@ -18,7 +18,7 @@ from pqforge.errors import InvalidSignature
 from pqforge.mayo import MAYO2
 from pqforge.mceliece import McEliece348864
 
-from .conftest import Server, bearer, httpx
+from .conftest import Server, bearer, httpx, wait_until
 
 
 def b64(data: bytes) -> str:
@@ -378,13 +378,13 @@ def test_tls_with_a_certificate_and_key(tmp_path):
 def test_ready_once_the_served_paths_compile_and_the_rest_compiles_in_a_background_process(tmp_path):
     srv = Server(tmp_path / "rest", settings={"compile_rest": True}).start(timeout=600)
     try:
-        body = httpx.get(srv.url + "/readyz").json()
+        body = httpx.get(srv.url + "/readyz", timeout=60).json()
         assert body["ready"] is True and body["warmed_up"] is True and isinstance(body["compiling"], bool)
         pid = int(re.search(r"compiling the other paths of MAYO-2 in the background \(pid (\d+)\)", srv.log()).group(1))
         deadline = time.monotonic() + 600
-        while httpx.get(srv.url + "/readyz").json()["compiling"]:      # pqforge precompile, at low priority
+        while httpx.get(srv.url + "/readyz", timeout=60).json()["compiling"]:      # pqforge precompile, at low priority
             assert time.monotonic() < deadline, srv.log()
             time.sleep(0.5)
-        assert not Path(f"/proc/{pid}").exists()        # ended and reaped
+        wait_until(lambda: not Path(f"/proc/{pid}").exists(), 60, f"{pid} not reaped")     # ended and reaped
     finally:
         srv.stop()

@@ -1,20 +1,26 @@
 """``pqforge serve`` and ``pqforge tokens`` as commands: options and stores checked before anything
-is created, private store files, a clean exit on SIGTERM."""
+is created, private store files, a clean exit on SIGTERM, compile helpers owned (reaped as they
+end, none left when the server stops or is killed), JSON log lines only."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
+import re
 import signal
 import sqlite3
 import stat
+import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from pqforge.service.store import open_store
 
-from .conftest import Server, cli, httpx
+from .conftest import Server, bearer, cli, descendants, httpx, proc_stat, running, wait_until
 
 
 def _mode(path) -> int:
@@ -210,20 +216,13 @@ def test_sigterm_after_a_clean_drain_exits_0(tmp_path):
         srv.stop()
 
 
-def _reaped(pid: int) -> bool:
-    """Whether the process ``pid`` is gone, its exit status collected (not a zombie)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "RSDZT"
-    except FileNotFoundError:
-        return True
-
-
 def test_a_compile_helper_that_ended_is_reaped_while_the_server_runs(tmp_path, monkeypatch):
-    from pqforge.jit import units
+    from pqforge.jit import cache, units
     from pqforge.service import Settings, app as service_app
     monkeypatch.setattr(units, "_WORKER", "pass")                  # a helper that ends at once
+    monkeypatch.setattr(units, "_owning", False)                   # (create_app sets these two:
+    monkeypatch.setattr(cache, "NOTICE_LOG", None)                 # restored for the other tests)
     monkeypatch.setattr(service_app, "_warm", lambda service: service.warmed.set())
-    monkeypatch.setattr(service_app, "REAP_EVERY_S", 0.05)
     monkeypatch.setenv("PQFORGE_MASTER_KEY", base64.b64encode(os.urandom(32)).decode())
     monkeypatch.setenv("PQFORGE_MALLOC_TUNING", "0")                # leave this process's allocator alone
     app = service_app.create_app(Settings(store=f"sqlite:///{tmp_path / 'pqforge.db'}", warm_up=[]))
@@ -234,10 +233,125 @@ def test_a_compile_helper_that_ended_is_reaped_while_the_server_runs(tmp_path, m
             units._start_helper([])            # as a first use's prefetch starts one
             pid, = set(units._helpers) - before
             deadline = time.monotonic() + 60
-            while not _reaped(pid):             # it ends at once; the server must collect it
-                assert time.monotonic() < deadline, f"helper {pid} not reaped"
+            while proc_stat(pid) is not None:       # it ends at once; nothing polls it, yet it is reaped
+                assert time.monotonic() < deadline, f"helper {pid} not reaped: {proc_stat(pid)}"
                 await asyncio.sleep(0.05)
     try:
         asyncio.run(serve_while_a_helper_ends())
     finally:
         units.stop_helpers()
+
+
+def test_readiness_does_not_wait_for_a_busy_store(tmp_path, monkeypatch):
+    import threading
+    from pqforge.service import Settings
+    from pqforge.service.core import Service
+    monkeypatch.setenv("PQFORGE_MASTER_KEY", base64.b64encode(os.urandom(32)).decode())
+    service = Service(Settings(store=f"sqlite:///{tmp_path / 'pqforge.db'}", warm_up=[]))
+    free = threading.Event()
+    ping = service.store.ping
+    monkeypatch.setattr(service.store, "ping", lambda: free.wait(600) and ping())   # a store held up
+
+    async def ask() -> list:
+        first = await service.store_reachable()        # no ping has ended: not known to answer
+        free.set()
+        while not await service.store_reachable():      # the held-up ping ends, then says so
+            await asyncio.sleep(0.05)
+        return [first, True]
+    try:
+        assert asyncio.run(ask()) == [False, True]
+    finally:
+        free.set()
+        service.executor.shutdown()
+        service.store.close()
+
+
+def _helper_pids(srv: Server) -> list[int]:
+    """The pids of the compile helpers the server's log names."""
+    return [int(pid) for pid in re.findall(r"paths of [^(]*\(pid (\d+)\)", srv.log())]
+
+
+def _json_lines_only(log: str) -> None:
+    """Every line after the banner is one JSON object (the log of ``pqforge serve``)."""
+    banner, *lines = log.splitlines()
+    assert banner.startswith("pqforge serve: "), banner
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"not a JSON line: {line!r}\n{log}") from None
+        assert isinstance(entry, dict) and "message" in entry, line
+
+
+def test_helpers_are_reaped_as_they_end_and_none_is_left_after_the_server_stops(tmp_path):
+    srv = Server(tmp_path, settings={"compile_rest": True})
+    srv.start()        # ready: the served paths were compiled by a helper that has ended since
+    try:
+        served, rest = _helper_pids(srv)
+        # while the server runs, a helper that has ended is either reaped (gone) or a zombie
+        wait_until(lambda: proc_stat(served) is None, 60, f"the served-path helper {served} is not reaped")
+        wait_until(lambda: not httpx.get(srv.url + "/readyz", timeout=60).json()["compiling"], 600,
+                   "the background compile did not end")
+        wait_until(lambda: proc_stat(rest) is None, 60, f"the background compile {rest} is not reaped")
+        wait_until(lambda: not descendants(srv.proc.pid), 120, "processes left below the server")
+        assert srv.kill(signal.SIGTERM) == 0, srv.log()
+        _json_lines_only(srv.log())
+    finally:
+        srv.stop()
+
+
+def _empty_cache(tmp_path) -> dict:
+    """The environment of a server that must compile: an empty cache, no machine code built ahead."""
+    return {"NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PQFORGE_PREBUILT": "none"}
+
+
+def _cold(srv: Server) -> tuple[dict, set]:
+    """Start ``srv`` on an empty cache and return, while its served paths compile in a helper:
+    /readyz's answer then, and the processes below the server."""
+    srv.start(ready=False)
+    wait_until(lambda: descendants(srv.proc.pid), 120, "no compile helper started")
+    wait_until(lambda: "Z" not in descendants(srv.proc.pid).values(), 60, "a zombie below the starting server")
+    ready = httpx.get(srv.url + "/readyz", timeout=60)      # answers while the helper compiles
+    assert httpx.get(srv.url + "/healthz", timeout=60).status_code == 200
+    return ready, set(descendants(srv.proc.pid))
+
+
+def test_sigterm_during_a_cold_start_ends_every_helper(tmp_path):
+    srv = Server(tmp_path, settings={"compile_rest": True}, env=_empty_cache(tmp_path))
+    try:
+        ready, helpers = _cold(srv)
+        assert ready.status_code == 503 and ready.json()["warmed_up"] is False, ready.text
+        assert srv.kill(signal.SIGTERM) == 0, srv.log()
+        wait_until(lambda: not any(running(pid) for pid in helpers), 60,
+                   f"helpers {[p for p in helpers if running(p)]} outlived the server")
+        _json_lines_only(srv.log())
+    finally:
+        srv.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_killed_server_takes_its_helpers_with_it(tmp_path):
+    srv = Server(tmp_path, env=_empty_cache(tmp_path))
+    try:
+        _, helpers = _cold(srv)
+        srv.kill(signal.SIGKILL)            # no shutdown: the helpers must notice by themselves
+        wait_until(lambda: not any(running(pid) for pid in helpers), 60,
+                   f"helpers {[p for p in helpers if running(p)]} outlived the killed server")
+    finally:
+        srv.stop()
+
+
+def test_compile_notices_are_json_log_lines(tmp_path):
+    # nothing warmed up and an empty cache: creating a key compiles key generation in the server
+    srv = Server(tmp_path, settings={"warm_up": []}, env=_empty_cache(tmp_path))
+    srv.admin = srv.token("admin")
+    srv.start()
+    try:
+        made = httpx.post(srv.url + "/v1/keys", json={"alg": "MAYO-2"}, headers=bearer(srv.admin), timeout=600)
+        assert made.status_code == 201, made.text
+        assert srv.kill(signal.SIGTERM) == 0, srv.log()
+        _json_lines_only(srv.log())
+        messages = [json.loads(line)["message"] for line in srv.log().splitlines()[1:]]
+        assert any(m.startswith("compiling MAYO-2 keygen kernels") for m in messages), srv.log()
+    finally:
+        srv.stop()

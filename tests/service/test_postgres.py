@@ -19,7 +19,7 @@ pytest.importorskip("psycopg", reason="PostgreSQL stores need psycopg 3 (the ser
 from pqforge.client import Client, ServiceError  # noqa: E402
 from pqforge.mayo import MAYO2  # noqa: E402
 
-from .conftest import Server, httpx  # noqa: E402
+from .conftest import Server, httpx, wait_until  # noqa: E402
 
 
 def _free_port() -> int:
@@ -119,7 +119,8 @@ def test_database_down_gives_503_then_recovers(pg_server, postgres):
             with pytest.raises(ServiceError) as err:      # no signature without its audit row
                 c.sign(key["id"], b"while down")
             assert err.value.status == 503
-            assert httpx.get(pg_server.url + "/readyz").json()["store"] is False
+            wait_until(lambda: httpx.get(pg_server.url + "/readyz", timeout=60).json()["store"] is False, 30,
+                       "/readyz does not report the store down")
         finally:
             postgres.start()
         deadline = time.monotonic() + 30

@@ -142,12 +142,28 @@ _remembered: list[float | None] = []
 
 
 def paced(seconds: float) -> float:
-    """``seconds`` (an estimate for a 2-core x86-64 machine) scaled by this machine's pace, held
-    within 0.5 .. 2: that of this process's first compile, or before it, the one an earlier
+    """``seconds`` (an estimate for an idle 2-core x86-64 machine) scaled by this machine's pace,
+    held within 0.5 .. 2: that of this process's first compile, or before it, the one an earlier
     process measured here (a command after ``pqforge keygen`` announces at the pace its
-    compile showed). A fast machine's notices announce less, and a slow one's more."""
+    compile showed); then by how busy the machine is now (``_load``). A fast machine's notices
+    announce less, and a slow or busy one's more."""
     pace = _pace[0] if _pace else _remembered_pace()
-    return seconds * min(2.0, max(0.5, pace)) if pace else seconds
+    return (seconds * min(2.0, max(0.5, pace)) if pace else seconds) * _load()
+
+
+def _load() -> float:
+    """How much longer than on an idle machine a compile takes now: the processes of the last
+    minute's load average, plus this one, per core, at least 1 (1 where no load average is
+    known). Two busy processes on two cores make it 1.5 to 2, as a compile there took."""
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return 1.0
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:      # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1.0, (load + 1) / cores)
 
 
 def _pace_record() -> Path | None:
@@ -187,9 +203,18 @@ def _remember_pace(pace: float) -> None:
 Operation = TypeVar("Operation", bound=Callable[..., Any])
 
 
+NOTICE_LOG: Any = None
+"""Where notices go instead of stderr: a ``logging.Logger`` (``pqforge serve``, whose log lines
+are JSON objects, sets its own)."""
+
+
 def _say(line: str) -> None:
     """``line`` on stderr; above the progress bars, when tqdm has some on screen (``pqforge kat``,
-    the ``ct`` commands), so that the line does not run into a bar."""
+    the ``ct`` commands), so that the line does not run into a bar. With ``NOTICE_LOG``, a log
+    record there instead."""
+    if NOTICE_LOG is not None:
+        NOTICE_LOG.info("%s", line.removeprefix("pqforge: "))
+        return
     tqdm = getattr(sys.modules.get("tqdm"), "tqdm", None)
     if getattr(tqdm, "_instances", None):
         tqdm.write(line, file=sys.stderr)
@@ -231,7 +256,7 @@ def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Calla
                 return fn(params, *args, **kwargs)
             with _lock:     # one notice, and one compile, when threads start together
                 if key not in _seen:
-                    estimate = 0.0
+                    estimate, load = 0.0, 1.0
                     first = not is_compiled(key)
                     unfit = None
                     if first and CACHE_DIR is not None:     # machine code built ahead of time, if it fits
@@ -241,6 +266,7 @@ def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Calla
                     if first and _will_compile(prefetch, params):
                         once = "once" if JIT_CACHE else "uncached"
                         estimate = seconds(params) if callable(seconds) else seconds
+                        load = _load()
                         if NOTICES:
                             _say(f"pqforge: compiling {params.name} {path} kernels for this CPU, {once}, "
                                  f"about {max(1, round(paced(estimate)))} s" + (f" ({unfit})" if unfit else ""))
@@ -248,7 +274,8 @@ def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Calla
                             prefetch(params)
                     start = time.perf_counter()
                     result = fn(params, *args, **kwargs)
-                    pace = (time.perf_counter() - start) / estimate if estimate >= PACE_FROM else 0.0
+                    # the machine's pace, the load of the moment left out (``paced`` adds it)
+                    pace = (time.perf_counter() - start) / (estimate * load) if estimate >= PACE_FROM else 0.0
                     if not _pace and PACE_BAND[0] <= pace <= PACE_BAND[1]:
                         _pace.append(pace)
                         if NOTICES:     # (``precompile`` compiles everything at once: not a pace)

@@ -23,7 +23,8 @@ the process), so this process and its helpers share the work like one queue, and
 running by an earlier process (a ``pqforge keygen`` that has returned) is waited for, never
 doubled. Units and ``Ahead`` entries (a kernel that Python code calls, with the argument types
 of that call) are handled alike. Entries for later operations compile at low priority, on
-idle cores only.
+idle cores only. A thread per helper reaps it as it ends (``start_helper``); a command's
+helpers may outlive it, an owning process's (``pqforge serve``: ``own_helpers``) may not.
 """
 
 from __future__ import annotations
@@ -185,6 +186,7 @@ def compile_in_worker(specs: Sequence[str]) -> None:
     """What a helper runs: compile the entries named "module:key" in order, each unless the
     cache has it or another process has claimed it; after ``LATER`` at low priority."""
     import importlib
+    die_with_parent()
     for spec in specs:
         if spec == LATER:
             os.nice(10)
@@ -258,6 +260,75 @@ def _unmark(spec: str) -> None:
 
 
 _helpers: dict[int, subprocess.Popen] = {}      # this process's helpers, by pid
+_owning = False     # set by ``own_helpers``
+
+HELPER_OF = "PQFORGE_HELPER_OF"
+"""In the environment of a helper of an owning process: that process's pid (``die_with_parent``)."""
+
+
+def own_helpers() -> None:
+    """Helpers started from now on end when this process ends, even when it is killed: their
+    environment names this process, and each asks Linux for a signal when it does
+    (``die_with_parent``). ``pqforge serve`` owns its helpers; a command's helpers go on after
+    it has returned, filling the cache for the next command."""
+    global _owning
+    _owning = True
+
+
+def die_with_parent() -> None:
+    """In a helper of an owning process (``HELPER_OF``): have Linux send this process SIGKILL
+    when the thread that started it ends (it waits for this process: when its process ends,
+    killed or not), and end at once where that process has already gone. This process then owns
+    its own helpers too. Elsewhere than Linux nothing watches: the owner's ``stop_helpers`` does."""
+    parent = os.environ.pop(HELPER_OF, None)
+    if parent is None:
+        return
+    own_helpers()
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)    # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if str(os.getppid()) != parent:     # the owner ended before the signal was asked for
+        os._exit(1)
+
+
+def start_helper(args: Sequence[str], nice: int = 0) -> subprocess.Popen | None:
+    """Start this Python with ``args`` as a helper of this process, with pqforge importable as
+    here, its output discarded, at ``nice`` (lower priority); None where it cannot start. A thread of its own starts it and waits for it: it is
+    reaped the moment it ends, with no polling, and on Linux that thread is the parent
+    ``die_with_parent`` watches."""
+    if not Path(sys.executable or "").name.lower().startswith(("python", "pypy")):
+        return None     # Python embedded in another program (uwsgi, mod_wsgi): no interpreter to start
+    argv = [sys.executable, *args]
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)        # pqforge importable as here
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env.pop(HELPER_OF, None)
+    if _owning:
+        env[HELPER_OF] = str(os.getpid())
+    started: list = []
+    ready = threading.Event()
+
+    def run() -> None:
+        helper = None
+        try:
+            helper = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL,
+                                      preexec_fn=(lambda: os.nice(nice)) if nice and hasattr(os, "nice") else None)
+            _helpers[helper.pid] = helper
+        except (OSError, ValueError):
+            pass
+        finally:
+            started.append(helper)
+            ready.set()
+        if helper is not None:
+            helper.wait()
+    threading.Thread(target=run, name="pqforge-helper", daemon=True).start()
+    ready.wait()
+    return started[0]
 
 
 def _alive(pid: int) -> bool:
@@ -302,17 +373,7 @@ def cores() -> int:
 def _start_helper(specs: Sequence[str]) -> None:
     """Start one process that compiles the entries ``specs`` (``compile_in_worker``); nothing when
     none can be started: each then compiles here when it is needed."""
-    if not Path(sys.executable or "").name.lower().startswith(("python", "pypy")):
-        return      # Python embedded in another program (uwsgi, mod_wsgi): no interpreter to start
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)        # pqforge importable as here
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    try:
-        helper = subprocess.Popen([sys.executable, "-c", _WORKER, *specs], env=env, stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except (OSError, ValueError):
-        return
-    _helpers[helper.pid] = helper
+    start_helper(["-c", _WORKER, *specs])
 
 
 def running_helpers() -> list[int]:
@@ -320,36 +381,35 @@ def running_helpers() -> list[int]:
     ended are reaped and forgotten."""
     for pid, helper in list(_helpers.items()):
         if helper.poll() is not None:
-            del _helpers[pid]
+            _helpers.pop(pid, None)
     return sorted(_helpers)
 
 
-def reap_helpers() -> None:
-    """Collect the exit status of this process's helpers that have ended, so that none stays a
-    zombie in a long-running process (``pqforge serve``); unlike ``running_helpers`` it forgets
-    none, so another thread may go through the helpers meanwhile."""
-    for helper in list(_helpers.values()):
-        helper.poll()
+STOP_GRACE_SECONDS = 5
+"""How long a helper sent SIGTERM has to end before it is killed."""
 
 
 def stop_helpers(timeout: float = 0.0) -> None:
     """Give this process's helpers ``timeout`` seconds to finish, then end those still running
-    (what they have put in the cache stays; an entry cut short is compiled by whoever needs it
-    next) and reap them all: nothing is left running, and no ``ResourceWarning`` about a
-    subprocess still running comes at exit (test sessions, ``pqforge precompile``)."""
+    (SIGTERM, then SIGKILL after ``STOP_GRACE_SECONDS``; what they have put in the cache stays,
+    and an entry cut short is compiled by whoever needs it next) and reap them all: nothing is
+    left running, and no ``ResourceWarning`` about a subprocess still running comes at exit
+    (test sessions, ``pqforge precompile``)."""
     deadline = time.monotonic() + timeout
     for pid in running_helpers():
-        helper = _helpers[pid]
+        helper = _helpers.get(pid)
+        if helper is None:      # (forgotten by another thread meanwhile)
+            continue
         try:
             helper.wait(max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             helper.terminate()
             try:
-                helper.wait(10)
+                helper.wait(STOP_GRACE_SECONDS)
             except subprocess.TimeoutExpired:
                 helper.kill()
                 helper.wait()
-        del _helpers[pid]
+        _helpers.pop(pid, None)
 
 
 def _missing(items: Sequence[Compilable]) -> list:

@@ -8,7 +8,6 @@ import functools
 import gc
 import hashlib
 import re
-import sys
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -47,7 +46,10 @@ class _ServiceApp(FastAPI):
 
 
 def create_app(settings: Settings, submit=None) -> FastAPI:
+    from ..jit import cache, units
     retain_freed_heap()     # a service process (or worker, or replica) is pqforge's own
+    units.own_helpers()     # no compile helper outlives the service, even one killed
+    cache.NOTICE_LOG = log  # compile notices are log lines too, in the service's format
     service = Service(settings, submit)
 
     @asynccontextmanager
@@ -56,10 +58,8 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         log.info("store %s; master key from %s; listening on %s", _store_label(settings.store),
                  service.master_key_source, where)
         threading.Thread(target=_warm, args=(service,), name="pqforge-warm-up", daemon=True).start()
-        reaper = asyncio.get_running_loop().create_task(_reap_compile_helpers())
         yield
-        reaper.cancel()
-        service.stop_compiling()
+        service.stop_helpers()
         log.info("draining %d queued requests", service.batcher.depth())
         await service.batcher.drain()
         service.executor.shutdown(wait=True)
@@ -101,11 +101,7 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
 
     @app.get("/readyz", tags=["health"])
     async def readyz():
-        try:
-            await run_in_threadpool(service.store.ping)
-            store_ok = True
-        except StoreUnavailable:
-            store_ok = False
+        store_ok = await service.store_reachable()
         ready = store_ok and service.warmed.is_set()
         body = {"ready": ready, "store": store_ok, "warmed_up": service.warmed.is_set(),
                 "compiling": service.compiling()}
@@ -212,19 +208,6 @@ def _warm(service: Service) -> None:
     # of single-message requests. Frozen, they are left out of every later collection.
     gc.collect()
     gc.freeze()
-
-
-REAP_EVERY_S = 1.0
-
-
-async def _reap_compile_helpers() -> None:
-    """Reap the compile helpers (``pqforge.jit.units``) that a first use started and that have ended
-    since: otherwise each stays a zombie for as long as the server runs."""
-    while True:
-        await asyncio.sleep(REAP_EVERY_S)
-        units = sys.modules.get("pqforge.jit.units")     # (imported only where something compiles)
-        if units is not None:
-            units.reap_helpers()
 
 
 def _store_label(url: str) -> str:

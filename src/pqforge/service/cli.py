@@ -47,6 +47,8 @@ def configure_logging(level: str = "info") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLines())
     logging.basicConfig(level=level.upper(), handlers=[handler])
+    logging.getLogger("numba").setLevel(max(logging.INFO, logging.getLevelName(level.upper())))  # its debug
+    logging.captureWarnings(True)       # warnings are log lines too, not plain text among them
 
 
 def _require_extra(*modules: str, extra: str = "serve") -> None:

@@ -45,6 +45,9 @@ log = logging.getLogger("pqforge.service")
 # can be long.
 WATCH_HANGUP_FROM_MS = 10.0
 
+READY_WAIT_S = 0.05
+"""How long /readyz waits for the store's ping before it answers with the latest one's result."""
+
 
 class ApiError(Exception):
     def __init__(self, status: int, kind: str, message: str, field: str | None = None, headers=None):
@@ -125,6 +128,10 @@ class Service:
         self.batches_here = submit is None      # jobs may go to self.batcher directly
         self.warmed = threading.Event()
         self.rest_compile: subprocess.Popen | None = None    # the background compile (``warm_up``)
+        self.stopping = threading.Event()       # set at shutdown: warm-up goes no further
+        self._ping: asyncio.Future | None = None        # the store's latest ping (``store_reachable``)
+        self._store_ok = False
+        self._helper_lock = threading.Lock()
         self.drained = threading.Event()    # set once shutdown finished the queued requests
         self._tokens: dict[str, tuple[float, str, list]] = {}
         self.cores = CoreShare(cpu_threads(), settings.compute_threads)
@@ -132,35 +139,64 @@ class Service:
     # --- blocking helpers, run in worker threads -----------------------------------------------
     def warm_up(self) -> None:
         """Compile what requests take (each algorithm's ``warm_up_serving``), then turn ready; the
-        rest of each algorithm's paths (``pqforge precompile``) follows in a process of its own at
-        low priority, filling the cache without holding this process's GIL (``compile_rest``).
+        rest of each algorithm's paths (``pqforge precompile``) follows in a helper at low
+        priority. Both compile in helper processes (``pqforge precompile``): a compile holds the
+        GIL for up to about 0.4 s at a time, which in this process would stall the event loop
+        and so /healthz and /readyz; this process then loads the served paths from the cache.
         A request for a path not compiled yet compiles it, or waits for it: nothing fails."""
-        names = set(self.settings.warm_up)
-        try:
-            names.update(self.store.key_algorithms())
-        except StoreUnavailable:
-            log.warning("store unavailable at start; warming up only the configured algorithms")
-        for name in sorted(names):
+        names = sorted(set(self.settings.warm_up) | self._stored_algorithms())
+        algs = [a for n in names for a in ("--alg", n)]
+        if names and JIT_CACHE:
+            helper = self._helper(["-m", "pqforge.cli", "precompile", "--serving", *algs])
+            if helper is not None:
+                log.info("compiling the served paths of %s in a helper process (pid %d)", ", ".join(names), helper.pid)
+                started = time.monotonic()
+                if helper.wait() != 0:
+                    if self.stopping.is_set():
+                        return
+                    log.warning("the helper compiling the served paths ended with status %d; compiling them here",
+                                helper.returncode)
+                else:
+                    log.info("compiled the served paths of %s in %.1f s", ", ".join(names), time.monotonic() - started)
+        for name in names:
+            if self.stopping.is_set():
+                return
             started = time.monotonic()
             algorithm(name, "warm_up").warm_up_serving()
             log.info("warmed up %s for serving in %.1f s", name, time.monotonic() - started)
-        if names and self.settings.compile_rest and JIT_CACHE:      # started first: /readyz says so from the start
-            self.rest_compile = subprocess.Popen(
-                [sys.executable, "-m", "pqforge.cli", "precompile", "--alg", *sorted(names)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                preexec_fn=(lambda: os.nice(10)) if hasattr(os, "nice") else None)
-            log.info("compiling the other paths of %s in the background (pid %d)", ", ".join(sorted(names)),
-                     self.rest_compile.pid)
+        if names and self.settings.compile_rest and JIT_CACHE:
+            self.rest_compile = self._helper(["-m", "pqforge.cli", "precompile", *algs], nice=10)
+            if self.rest_compile is not None:
+                log.info("compiling the other paths of %s in the background (pid %d)", ", ".join(names),
+                         self.rest_compile.pid)
         self.warmed.set()
 
-    def compiling(self) -> bool:
-        """Whether the background compile of the other paths is still running (and reap it once ended)."""
-        return self.rest_compile is not None and self.rest_compile.poll() is None
+    def _stored_algorithms(self) -> set:
+        try:
+            return set(self.store.key_algorithms())
+        except StoreUnavailable:
+            log.warning("store unavailable at start; warming up only the configured algorithms")
+            return set()
 
-    def stop_compiling(self) -> None:
-        if self.compiling():
-            self.rest_compile.terminate()
-            self.rest_compile.wait(10)
+    def compiling(self) -> bool:
+        """Whether the background compile of the other paths is still running (its helper's own
+        thread reaps it as it ends: ``units.start_helper``)."""
+        return self.rest_compile is not None and self.rest_compile.returncode is None
+
+    def _helper(self, args: list, nice: int = 0) -> subprocess.Popen | None:
+        """A helper process running pqforge with ``args`` (``units.start_helper``), unless the
+        service is stopping."""
+        from ..jit import units
+        with self._helper_lock:
+            return None if self.stopping.is_set() else units.start_helper(args, nice)
+
+    def stop_helpers(self) -> None:
+        """End every helper process of this service, and start none any more: at shutdown."""
+        with self._helper_lock:
+            self.stopping.set()
+        units = sys.modules.get("pqforge.jit.units")       # (imported only where something compiles)
+        if units is not None:
+            units.stop_helpers()
 
     def authenticate(self, header: str | None, cached_only: bool = False) -> Principal | None:
         """The caller's Principal; with ``cached_only``, None when the store must be asked (the
@@ -227,6 +263,26 @@ class Service:
             raise
         finally:
             gone.cancel()
+
+    async def store_reachable(self) -> bool:
+        """Whether the store answers (for /readyz): a ping in a worker thread, waited for at most
+        ``READY_WAIT_S``. One that takes longer (the store busy with other writes, or a first
+        connection creating the database) leaves the answer of the latest ping that ended (False
+        before any), and later calls wait on it rather than queue another: readiness stays cheap."""
+        if self._ping is None or self._ping.done():
+            self._ping = asyncio.ensure_future(run_in_threadpool(self._ping_store))
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._ping), READY_WAIT_S)
+        except asyncio.TimeoutError:
+            return self._store_ok
+
+    def _ping_store(self) -> bool:
+        try:
+            self.store.ping()
+            self._store_ok = True
+        except StoreUnavailable:
+            self._store_ok = False
+        return self._store_ok
 
     async def principal(self, header: str | None) -> Principal:
         """The caller; the token cache answers without leaving the event loop while it is fresh."""
