@@ -59,7 +59,8 @@ def encode(alg_name: str, kind: str, raw: bytes) -> str:
 
 
 def decode(text: str, source: str = "key file") -> tuple[Any, str, bytes]:
-    """(algorithm object, "PUBLIC"/"PRIVATE", raw bytes); InvalidKey on anything malformed or changed."""
+    """(algorithm object, "PUBLIC"/"PRIVATE", raw bytes); InvalidKey on anything malformed or changed,
+    UnknownAlgorithm for an algorithm name that pqforge does not implement."""
     match = _ARMOUR.match(text.replace("\r\n", "\n"))
     if not match:
         raise InvalidKey(f"{source} is not a pqforge key file (truncated or corrupt armour)")
@@ -87,7 +88,8 @@ def decode(text: str, source: str = "key file") -> tuple[Any, str, bytes]:
 def read(path: str | Path, expect_kind: str) -> tuple[Any, bytes]:
     """(algorithm object, raw key) from a key file holding a key of type ``expect_kind``."""
     try:
-        text = Path(path).read_text(encoding="ascii")
+        # the bytes as they are: a text read would turn a lone CR into a line break that decode refuses
+        text = Path(path).read_bytes().decode("ascii")
     except UnicodeDecodeError:
         raise InvalidKey(f"{path} is not a pqforge key file (binary content)") from None
     alg, kind, raw = decode(text, str(path))
