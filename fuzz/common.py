@@ -44,12 +44,19 @@ def instrumented():
         yield
 
 
-def scratch(target: str) -> str:
-    """A fresh folder for the files a harness writes per input: in memory (/dev/shm) where there
-    is one, since opening a file on disk can cost more than the parser under test."""
+SCRATCH_ENV = "PQFORGE_FUZZ_SCRATCH"
+"""Where a harness makes its scratch folder (``run.py`` sets it to a folder it removes at the end)."""
+
+
+def memory_folder() -> str | None:
+    """/dev/shm where there is one: opening a file on disk can cost more than the parser under test."""
     memory = "/dev/shm"
-    return tempfile.mkdtemp(prefix=f"pqforge-fuzz-{target}-",
-                            dir=memory if os.path.isdir(memory) and os.access(memory, os.W_OK) else None)
+    return memory if os.path.isdir(memory) and os.access(memory, os.W_OK) else None
+
+
+def scratch(target: str) -> str:
+    """A fresh folder for the files a harness writes per input."""
+    return tempfile.mkdtemp(prefix=f"pqforge-fuzz-{target}-", dir=os.environ.get(SCRATCH_ENV) or memory_folder())
 
 
 def main(test_one_input) -> None:
