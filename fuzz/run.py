@@ -35,22 +35,22 @@ def targets() -> list[str]:
     return sorted(path.stem.removeprefix("fuzz_") for path in HERE.glob("fuzz_*.py"))
 
 
-def command(target: str, work: Path | None, args) -> list[str]:
+def command(target: str, work: Path | None, scratch: str, args) -> list[str]:
     harness = [sys.executable, str(HERE / f"fuzz_{target}.py")]
-    limits = [f"-rss_limit_mb={RSS_LIMIT_MB}", f"-timeout={TIMEOUT_S}", "-print_final_stats=1"]
+    limits = [f"-rss_limit_mb={RSS_LIMIT_MB}", f"-timeout={TIMEOUT_S}", "-print_final_stats=1",
+              f"-artifact_prefix={work or scratch}/{target}-"]
     if work is None:                                        # the seeds, once each
         return harness + limits + ["-runs=0", str(HERE / "corpus" / target)]
     found = work / target
     found.mkdir(parents=True, exist_ok=True)
     budget = [f"-runs={args.runs}"] if args.runs is not None else [f"-max_total_time={args.seconds}"]
     seed = [f"-seed={args.seed}"] if args.seed is not None else []
-    return (harness + limits + budget + seed + [f"-artifact_prefix={work}/{target}-",
-            str(found), str(HERE / "corpus" / target)])
+    return harness + limits + budget + seed + [str(found), str(HERE / "corpus" / target)]
 
 
 def run(target: str, work: Path | None, scratch: str, args) -> bool:
     started = time.monotonic()
-    done = subprocess.run(command(target, work, args), capture_output=True, text=True, errors="replace",
+    done = subprocess.run(command(target, work, scratch, args), capture_output=True, text=True, errors="replace",
                           env={**os.environ, common.SCRATCH_ENV: scratch})
     seconds = time.monotonic() - started
     output = done.stderr + done.stdout
