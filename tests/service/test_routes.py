@@ -59,3 +59,34 @@ def test_base64_fields_accept_exactly_what_the_standard_library_validates():
             assert ours(text) == reference(text), repr(text)
             tried += 1
     assert tried > 60000 and ours("AA==") == b"\0" and ours("AA=") is None
+
+
+def test_a_json_body_without_content_type_is_taken_on_every_route(tmp_path, monkeypatch):
+    """As documented and as the fast path reads it: a body with no Content-Type is JSON, on the
+    FastAPI routes too (found by fuzz/fuzz_service.py: decapsulate answered 400 where sign
+    answered 200); another media type is a 400 on both."""
+    import asyncio
+    import base64
+    import os
+
+    import httpx
+
+    from pqforge.service import Settings, app as service_app, tokens
+    monkeypatch.setenv("PQFORGE_MASTER_KEY", base64.b64encode(os.urandom(32)).decode())
+    monkeypatch.setenv("PQFORGE_MALLOC_TUNING", "0")                # leave this process's allocator alone
+    app = service_app.create_app(Settings(store=f"sqlite:///{tmp_path / 'pqforge.db'}", warm_up=[]))
+    service = app.state.service
+    kem, signing = service.keys.create("Classic-McEliece-348864"), service.keys.create("MAYO-2")
+    _, token = tokens.create(service.store, ["admin"])
+    requests = {f"/v1/keys/{kem.id}/decapsulate": b'{"ciphertext":"%s"}' % base64.b64encode(bytes(96)),
+                f"/v1/keys/{signing.id}/sign": b'{"message":"aGVsbG8="}'}
+
+    async def statuses(content_type):
+        headers = {"Authorization": f"Bearer {token}", **({"Content-Type": content_type} if content_type else {})}
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://pqforge") as client:
+            return [(await client.post(path, content=body, headers=headers)).status_code
+                    for path, body in requests.items()]
+
+    assert asyncio.run(statuses(None)) == [200, 200]
+    assert asyncio.run(statuses("application/json")) == [200, 200]
+    assert asyncio.run(statuses("text/plain")) == [400, 400]
