@@ -396,6 +396,9 @@ def error_response(service: Service, exc: Exception, method: str, path: str,
         message = str(exc)
         field = message.split(":", 1)[0] if re.match(r"^[a-z_]+:", message) else None
         return error_answer(422, "invalid", message, field)
+    if isinstance(exc, StarletteHTTPException) and exc.status_code == 400:
+        # FastAPI's own 400: a body it could not parse (not UTF-8), which FastPath calls bad_json too
+        return error_response(service, bad_body(content_type), method, path)
     if isinstance(exc, StarletteHTTPException):
         kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
         message = {"not_found": f"no route {method} {path}; the routes are listed at /docs",
