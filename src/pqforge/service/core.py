@@ -373,8 +373,9 @@ def error_response(service: Service, exc: Exception, method: str, path: str,
         first = exc.errors()[0]
         loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
         field = ".".join(loc) or "body"
+        # no JSON object: a body that is not JSON, another JSON value, or none at all
         if first.get("type") == "json_invalid" or (field == "body" and first.get("type") in
-                                                   ("model_attributes_type", "dict_type", "model_type")):
+                                                   ("model_attributes_type", "dict_type", "model_type", "missing")):
             return error_response(service, bad_body(content_type), method, path)
         message = first.get("msg", "invalid").removeprefix("Value error, ")
         if first.get("type") == "missing":
