@@ -80,7 +80,8 @@ def in_process(tmp_path, monkeypatch):
     _, token = tokens.create(service.store, ["admin"])
 
     async def requests(content_type, bodies):
-        headers = {"Authorization": f"Bearer {token}", **({"Content-Type": content_type} if content_type else {})}
+        headers = {"Authorization": f"Bearer {token}",
+                   **({"Content-Type": content_type} if content_type is not None else {})}
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://pqforge") as client:
             return [await client.post(path, content=body, headers=headers) for path, body in bodies.items()]
 
@@ -92,12 +93,14 @@ def in_process(tmp_path, monkeypatch):
 def test_a_json_body_without_content_type_is_taken_on_every_route(in_process):
     """As documented and as the fast path reads it: a body with no Content-Type is JSON, on the
     FastAPI routes too (found by fuzz/fuzz_service.py: decapsulate answered 400 where sign
-    answered 200); another media type is a 400 on both."""
+    answered 200, and with an empty Content-Type the other way round); another media type is a
+    400 on both."""
     import base64
     post, signing, kem = in_process
     bodies = {f"/v1/keys/{kem.id}/decapsulate": b'{"ciphertext":"%s"}' % base64.b64encode(bytes(96)),
               f"/v1/keys/{signing.id}/sign": b'{"message":"aGVsbG8="}'}
     assert [status for status, _ in post(None, bodies)] == [200, 200]
+    assert [status for status, _ in post("", bodies)] == [200, 200]     # an empty header: as absent on both
     assert [status for status, _ in post("application/json", bodies)] == [200, 200]
     assert [status for status, _ in post("text/plain", bodies)] == [400, 400]
 

@@ -345,8 +345,9 @@ async def _disconnected(receive) -> None:
 
 
 def json_media(content_type: str | None) -> bool:
-    """Whether a Content-Type declares JSON (or is absent), as FastAPI decides before parsing a body."""
-    if content_type is None:
+    """Whether a Content-Type declares JSON (or is absent or empty), as FastAPI decides before
+    parsing a body (with ``strict_content_type`` off, ``app.create_app``)."""
+    if not content_type:
         return True
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
