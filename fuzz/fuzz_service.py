@@ -111,7 +111,12 @@ def _headers(fdp) -> list:
         name = [b"authorization", b"content-type", b"content-length", b"x-other"][fdp.ConsumeIntInRange(0, 3)]
         value = [f"Bearer {ADMIN}".encode(), f"Bearer {VERIFY}".encode(), b"application/json",
                  None][fdp.ConsumeIntInRange(0, 3)]
-        headers.append((name, value if value is not None else fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 32))))
+        value = value if value is not None else fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 32))
+        if name == b"content-length":
+            # the HTTP parsers refuse a Content-Length that is not a number, and a second one
+            if not value.isdigit() or any(known == name for known, _ in headers):
+                continue
+        headers.append((name, value))
     return headers
 
 
