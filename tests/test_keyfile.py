@@ -58,3 +58,20 @@ def test_file_without_checksum_warns():
     old = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("Checksum"))
     with pytest.warns(keyfile.MissingChecksum, match="no checksum"):
         assert keyfile.decode(old)[2] == bytes(24)
+
+
+def test_read_takes_the_file_as_decode_takes_text(tmp_path):
+    # a lone CR inside the body (found by fuzz/fuzz_keyfile.py): read once turned it into a line
+    # break and accepted the file that decode refuses; CRLF line ends are accepted by both
+    text = keyfile.encode("MAYO-2", "PRIVATE", bytes(range(24)))
+    path = tmp_path / "key"
+    body = text.index("\n", text.index("Checksum")) + 1
+    stray = text[:body + 8] + "\r" + text[body + 8:]
+    for bad in (stray, text.replace("\n", "\r")):
+        with pytest.raises(InvalidKey):
+            keyfile.decode(bad)
+        path.write_bytes(bad.encode())
+        with pytest.raises(InvalidKey):
+            keyfile.read(path, "PRIVATE")
+    path.write_bytes(text.replace("\n", "\r\n").encode())
+    assert keyfile.read(path, "PRIVATE")[1] == bytes(range(24))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
+import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -25,20 +27,35 @@ def _entry(lines: list[str]) -> Entry:
     entry: Entry = {}
     for line in lines:
         key, sep, value = line.partition(" = ")
-        if not sep:
-            raise InvalidInput(f"malformed KAT line {line[:40]!r}: expected 'key = value'")
-        entry[key] = int(value) if key in _INT_FIELDS else bytes.fromhex(value)
+        try:
+            if not sep:
+                raise ValueError("expected 'key = value'")
+            entry[key] = int(value) if key in _INT_FIELDS else bytes.fromhex(value)
+        except ValueError as exc:
+            raise InvalidInput(f"malformed KAT line {line[:40]!r}: {str(exc)[:80]}") from None
     return entry
 
 
+def _entries(lines: Iterable[str]) -> Iterator[Entry]:
+    """The entries of an .rsp text given line by line: lines are stripped, ``#`` lines skipped,
+    and blank lines end an entry."""
+    block: list[str] = []
+    for line in lines:
+        line = line.strip()
+        if line:
+            if not line.startswith("#"):
+                block.append(line)
+        elif block:
+            yield _entry(block)
+            block = []
+    if block:
+        yield _entry(block)
+
+
 def parse_rsp(text: str) -> list[Entry]:
-    """Entries of an .rsp text as dicts (ints for count/mlen/smlen, bytes for hex fields)."""
-    entries = []
-    for block in text.split("\n\n"):
-        lines = [ln for ln in block.strip().splitlines() if ln and not ln.startswith("#")]
-        if lines:
-            entries.append(_entry(lines))
-    return entries
+    """Entries of an .rsp text as dicts (ints for count/mlen/smlen, bytes for hex fields);
+    InvalidInput for a malformed line."""
+    return list(_entries(io.StringIO(text, newline=None)))      # line ends as a file read as text has them
 
 
 def read_rsp(path: str | Path) -> list[Entry]:
@@ -47,22 +64,16 @@ def read_rsp(path: str | Path) -> list[Entry]:
 
 
 def iter_rsp(path: str | Path) -> Iterator[Entry]:
-    """The entries of an .rsp file (plain or .gz) one at a time, as ``parse_rsp`` reads them:
-    only one entry's text is held at once, however long the file."""
+    """The entries of an .rsp file (plain or .gz, UTF-8) one at a time, as ``parse_rsp`` reads
+    them: only one entry's text is held at once, however long the file. InvalidInput for a
+    malformed line, a corrupt .gz file or a text that is not UTF-8."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt") as f:
-        lines: list[str] = []
-        for line in f:
-            line = line.strip()
-            if line:
-                if not line.startswith("#"):
-                    lines.append(line)
-            elif lines:
-                yield _entry(lines)
-                lines = []
-        if lines:
-            yield _entry(lines)
+    with opener(path, "rt", encoding="utf-8") as f:
+        try:
+            yield from _entries(f)
+        except (UnicodeDecodeError, EOFError, OSError, zlib.error) as exc:
+            raise InvalidInput(f"{path} is not a readable .rsp file: {exc}") from None
 
 
 def entry_text(entry: Entry) -> str:

@@ -61,7 +61,8 @@ def encode(alg_name: str, kind: str, raw: bytes) -> str:
 
 
 def decode(text: str, source: str = "key file") -> tuple[Any, str, bytes]:
-    """(algorithm object, "PUBLIC"/"PRIVATE", raw bytes); InvalidKey on anything malformed or changed."""
+    """(algorithm object, "PUBLIC"/"PRIVATE", raw bytes); InvalidKey on anything malformed or changed,
+    UnknownAlgorithm for an algorithm name that pqforge does not implement."""
     match = _ARMOUR.match(text.replace("\r\n", "\n"))
     if not match:
         raise InvalidKey(f"{source} is not a pqforge key file (truncated or corrupt armour)")

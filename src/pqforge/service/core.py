@@ -401,8 +401,9 @@ async def _disconnected(receive) -> None:
 
 
 def json_media(content_type: str | None) -> bool:
-    """Whether a Content-Type declares JSON (or is absent), as FastAPI decides before parsing a body."""
-    if content_type is None:
+    """Whether a Content-Type declares JSON (or is absent or empty), as FastAPI decides before
+    parsing a body (with ``strict_content_type`` off, ``app.create_app``)."""
+    if not content_type:
         return True
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
@@ -429,8 +430,9 @@ def error_response(service: Service, exc: Exception, method: str, path: str,
         first = exc.errors()[0]
         loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path")]
         field = ".".join(loc) or "body"
+        # no JSON object: a body that is not JSON, another JSON value, or none at all
         if first.get("type") == "json_invalid" or (field == "body" and first.get("type") in
-                                                   ("model_attributes_type", "dict_type", "model_type")):
+                                                   ("model_attributes_type", "dict_type", "model_type", "missing")):
             return error_response(service, bad_body(content_type), method, path)
         message = first.get("msg", "invalid").removeprefix("Value error, ")
         if first.get("type") == "missing":
@@ -452,6 +454,9 @@ def error_response(service: Service, exc: Exception, method: str, path: str,
         message = str(exc)
         field = message.split(":", 1)[0] if re.match(r"^[a-z_]+:", message) else None
         return error_answer(422, "invalid", message, field)
+    if isinstance(exc, StarletteHTTPException) and exc.status_code == 400:
+        # FastAPI's own 400: a body it could not parse (not UTF-8), which FastPath calls bad_json too
+        return error_response(service, bad_body(content_type), method, path)
     if isinstance(exc, StarletteHTTPException):
         kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
         message = {"not_found": f"no route {method} {path}; the routes are listed at /docs",
