@@ -220,8 +220,8 @@ def test_a_compile_helper_that_ended_is_reaped_while_the_server_runs(tmp_path, m
     from pqforge.jit import cache, units
     from pqforge.service import Settings, app as service_app
     monkeypatch.setattr(units, "_WORKER", "pass")                  # a helper that ends at once
-    monkeypatch.setattr(units, "_owning", False)                   # (create_app sets these two:
-    monkeypatch.setattr(cache, "NOTICE_LOG", None)                 # restored for the other tests)
+    monkeypatch.setattr(units, "_owning", False)                   # (the lifespan sets these two
+    monkeypatch.setattr(cache, "NOTICE_LOG", None)                 # and restores them at its end)
     monkeypatch.setattr(service_app, "_warm", lambda service: service.warmed.set())
     monkeypatch.setenv("PQFORGE_MASTER_KEY", base64.b64encode(os.urandom(32)).decode())
     monkeypatch.setenv("PQFORGE_MALLOC_TUNING", "0")                # leave this process's allocator alone

@@ -266,13 +266,15 @@ HELPER_OF = "PQFORGE_HELPER_OF"
 """In the environment of a helper of an owning process: that process's pid (``die_with_parent``)."""
 
 
-def own_helpers() -> None:
+def own_helpers(owning: bool = True) -> bool:
     """Helpers started from now on end when this process ends, even when it is killed: their
     environment names this process, and each asks Linux for a signal when it does
-    (``die_with_parent``). ``pqforge serve`` owns its helpers; a command's helpers go on after
-    it has returned, filling the cache for the next command."""
+    (``die_with_parent``). ``pqforge serve`` owns its helpers while it serves; a command's
+    helpers go on after it has returned, filling the cache for the next command. Returns the
+    setting it replaces (``own_helpers(False)`` undoes it)."""
     global _owning
-    _owning = True
+    previous, _owning = _owning, owning
+    return previous
 
 
 def die_with_parent() -> None:

@@ -57,12 +57,15 @@ _LENIENT_CONTENT_TYPE = ({"strict_content_type": False}
 def create_app(settings: Settings, submit=None) -> FastAPI:
     from ..jit import cache, units
     retain_freed_heap()     # a service process (or worker, or replica) is pqforge's own
-    units.own_helpers()     # no compile helper outlives the service, even one killed
-    cache.NOTICE_LOG = log  # compile notices are log lines too, in the service's format
     service = Service(settings, submit)
 
     @asynccontextmanager
     async def lifespan(app):
+        # while it serves: no compile helper outlives the service, even one killed, and compile
+        # notices are log lines in the service's format (undone at the end, for a process that
+        # goes on, such as a test session)
+        owning, notices = units.own_helpers(), cache.NOTICE_LOG
+        cache.NOTICE_LOG = log
         where = "loopback only" if settings.host in ("127.0.0.1", "::1", "localhost") else f"{settings.host}"
         log.info("store %s; master key from %s; listening on %s", _store_label(settings.store),
                  service.master_key_source, where)
@@ -74,6 +77,8 @@ def create_app(settings: Settings, submit=None) -> FastAPI:
         service.executor.shutdown(wait=True)
         service.store.close()
         service.drained.set()
+        units.own_helpers(owning)
+        cache.NOTICE_LOG = notices
 
     app = _ServiceApp(title="pqforge", version="1", lifespan=lifespan, **_LENIENT_CONTENT_TYPE,
                   description="Post-quantum signing, verification and KEM with dynamically batched kernels.",
