@@ -135,7 +135,7 @@ def _load_key(path: str, kind: str | None, args: argparse.Namespace) -> Any:
 
 def _read_key(path: str, kind: str, args: argparse.Namespace) -> tuple[Any, bytes]:
     key = _load_key(path, kind, args)
-    return key.algorithm, key.public_bytes_raw() if kind == "PUBLIC" else key.private_bytes_raw()
+    return key.algorithm, keyfile.raw_bytes(key)
 
 
 def _status(message: str) -> None:

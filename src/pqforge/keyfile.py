@@ -96,6 +96,11 @@ def default_format(alg: Any) -> str:
     return "pem" if alg.name in serialization.OIDS else "pqforge"
 
 
+def raw_bytes(key: Any) -> bytes:
+    """A key object's encoding as the specification gives it, private or public."""
+    return bytes(key.private_bytes_raw() if hasattr(key, "private_bytes_raw") else key.public_bytes_raw())
+
+
 def dump(key: Any, format: str, passphrase: bytes | None = None) -> bytes:
     """A key object (public or private) as a key file in ``format`` (one of ``FORMATS``); a
     private key in PEM or DER is encrypted under ``passphrase`` when one is given."""
@@ -103,8 +108,7 @@ def dump(key: Any, format: str, passphrase: bytes | None = None) -> bytes:
     if format == "pqforge":
         if passphrase is not None:
             raise InvalidInput("pqforge key files are not encrypted; write PEM or DER to encrypt a private key")
-        raw = key.private_bytes_raw() if private else key.public_bytes_raw()
-        return encode(key.algorithm.name, "PRIVATE" if private else "PUBLIC", raw).encode("ascii")
+        return encode(key.algorithm.name, "PRIVATE" if private else "PUBLIC", raw_bytes(key)).encode("ascii")
     encoding = {"pem": serialization.Encoding.PEM, "der": serialization.Encoding.DER}.get(format)
     if encoding is None:
         raise InvalidInput(f"unknown key file format {format!r}; expected one of: {', '.join(FORMATS)}")
@@ -148,7 +152,7 @@ def read(path: str | Path, expect_kind: str,
     """(algorithm object, raw key) from a file holding a key of type ``expect_kind``, in any
     format ``load`` reads."""
     key = load(Path(path).read_bytes(), str(path), expect_kind, passphrase)
-    return key.algorithm, key.public_bytes_raw() if expect_kind.upper() == "PUBLIC" else key.private_bytes_raw()
+    return key.algorithm, raw_bytes(key)
 
 
 def _expect(source: str, kind: str, expect_kind: str | None) -> None:
