@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from llvmlite import ir
 from numba.core import cgutils, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from .jit.cache import JIT_CACHE
 from .jit.target import architecture
@@ -170,6 +171,25 @@ def _keystream(typingctx, out, key, width):
     return types.void(out, key, width), codegen
 
 
+def keystream(out, key, width):
+    """out[:] = the AES-128-CTR keystream of ``key`` from the all-zero counter block: in Python
+    (the plain-Python twins of the kernels that call it) by OpenSSL, compiled by ``_keystream``."""
+    cipher = Cipher(algorithms.AES(bytes(key)), modes.CTR(bytes(16))).encryptor()
+    out[:] = np.frombuffer(cipher.update(bytes(len(out))), np.uint8)
+
+
+@overload(keystream, inline="always")
+def _keystream_compiled(out, key, width):
+    if len(width) == 0:         # no AES instructions (``gf16.sets.AES_WIDTH`` 0): OpenSSL expands instead
+        def unavailable(out, key, width):
+            raise ValueError("this CPU has no AES instructions for the compiled AES-128")
+        return unavailable
+
+    def impl(out, key, width):
+        _keystream(out, key, width)
+    return impl
+
+
 @nb.njit(cache=JIT_CACHE, nogil=True)
 def keystream_into(key, out, width):
     """out[:] = AES-128-CTR(key) from the all-zero counter block (the keystream: ``len(out)``
@@ -177,4 +197,4 @@ def keystream_into(key, out, width):
     ``gf16.sets.AES_WIDTH``). ``key``: 16 bytes (uint8)."""
     if key.shape[0] != 16:
         raise ValueError("AES-128 takes a 16-byte key")
-    _keystream(out, key, width)
+    keystream(out, key, width)

@@ -15,7 +15,7 @@ _scratch = threading.local()
 _width: tuple | None = None
 
 
-def _aes_width() -> tuple:
+def aes_width() -> tuple:
     """The compiled AES's width as the type it is compiled for (empty: OpenSSL), asked of the
     kernel set on first use only, so that an unknown ``PQFORGE_KERNELS`` fails MAYO, not McEliece."""
     global _width
@@ -64,7 +64,7 @@ def aes128_ctr_into(key: bytes, outlen: int, buf) -> None:
     The compiled cipher (``pqforge.aes``) lets go of the GIL while it runs; OpenSSL keeps it."""
     if len(key) != 16:
         raise ValueError(f"AES-128 takes a 16-byte key, not {len(key)} bytes")
-    width = _width or _aes_width()
+    width = _width or aes_width()
     if width:           # one type for every key (read-only bytes): one compiled version serves all
         aes.keystream_into(np.frombuffer(key if type(key) is bytes else bytes(key), np.uint8),
                            np.frombuffer(buf, np.uint8, outlen), width)

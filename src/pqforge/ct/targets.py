@@ -53,6 +53,27 @@ KEY_FORMAT = ("pivot_field_ok and goppa_encoding_ok: whether the private key's p
               "and g's coefficients fit in m bits, checks of the key's format, not of its secret value")
 
 
+def _hash_output(rng, p, size=None) -> bytes:
+    """SHAKE output as signing hands it to a kernel (bytes): the vinegar and r bytes of an
+    attempt, or ``size`` bytes."""
+    size = p.k * p.v_bytes + p.r_bytes if size is None else size
+    return rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+
+
+def _public_seed(rng, p) -> np.ndarray:
+    """seed_pk, the first part of SHAKE256(seed_sk) (public)."""
+    return rng.integers(0, 256, p.pk_seed_bytes, dtype=np.uint8)
+
+
+def _oil_bytes(rng, p) -> np.ndarray:
+    """Encode(O), the rest of SHAKE256(seed_sk) (secret)."""
+    return rng.integers(0, 256, p.O_bytes, dtype=np.uint8)
+
+
+def _signature_body(p) -> np.ndarray:
+    return np.zeros(p.sig_bytes - p.salt_bytes, np.uint8)
+
+
 def _k(module, name):
     """The kernel ``name`` of ``module``; a missing one stays as its dotted name, so that
     ``builtin_targets`` can name every target whose kernel is gone."""
@@ -206,6 +227,10 @@ def _mayo_kernel_targets():
         return (_el(rng, p.k, p.v), _el(rng, ko), packed(rng, p, p.v), _mvecs(rng, p, p.v, p.o), _el(rng, p.m),
                 np.array(p.f_tail, np.int64), np.zeros(ko, np.uint8), mk.units())
 
+    def from_hashes(p, rng, fixed):        # one signing attempt from its hash outputs to the encoded signature
+        return (_hash_output(rng, p), _hash_output(rng, p, p.m_bytes), packed(rng, p, p.v), _mvecs(rng, p, p.v, p.o),
+                _el(rng, p.v, p.o), p.k, np.array(p.f_tail, np.int64), mk.units(), _signature_body(p))
+
     def evaluate(p, rng, fixed):           # verification's P*(s) on P's byte encoding: public
         entries = _el(rng, p.n * (p.n + 1) // 2, p.m)
         P = np.zeros((entries.shape[0], p.words), np.uint64)
@@ -217,6 +242,9 @@ def _mayo_kernel_targets():
         Target("mayo-sign-attempt", "one whole signing attempt in compiled code: products, whipping, "
                "solution sampling (all inputs secret)", _k(mk, "sign_attempt"), attempt,
                secret_args=("V", "r", "P1", "L", "t"), declassified=(RANK_BIT,), **algs),
+        Target("mayo-sign-from-hashes", "one signing attempt from its hash outputs: decoding V, r and t, the "
+               "attempt, the signature's assembly and encoding (all inputs secret but t)", _k(mk, "sign_from_hashes"),
+               from_hashes, secret_args=("vr", "P1", "L", "O"), declassified=(RANK_BIT,), **algs),
         Target("mayo-quadratic-pairs", "U[i, j] = v_i^T P1 v_j, P1 packed (V and P1 secret)",
                _k(mk, "quadratic_pairs"), pairs, secret_args=("X", "P"), **algs),
         Target("mayo-evaluate-public", "P*(s) of verification in compiled code: public data only (timing "
@@ -284,6 +312,7 @@ def _mayo_encoded_targets():
     found = []
     for name in (n for n in sets.runnable() if sets.forms_of(n) is not None):
         forms = sets.forms_of(name)
+        width = (0,) * sets.aes_width(name, sets.cpu_features())     # the compiled AES beside the set
 
         def public_key(p, rng, fixed, forms=forms):     # O given by its encoding, as key generation has it
             return (slots(p, rng), rng.integers(0, 256, p.O_bytes, dtype=np.uint8), p.v, p.o, p.zero_chunks, forms,
@@ -291,6 +320,18 @@ def _mayo_encoded_targets():
 
         def expand_secret(p, rng, fixed, forms=forms):
             return (slots(p, rng), _el(rng, p.v, p.o), p.zero_chunks, forms)
+
+        def from_seed(p, rng, fixed, forms=forms, width=width):  # key generation after its first hash
+            return (_public_seed(rng, p), _oil_bytes(rng, p), p.v, p.o, p.m_bytes, p.zero_chunks, forms, width,
+                    np.zeros(p.P3_bytes, np.uint8))
+
+        def expand_from_seed(p, rng, fixed, forms=forms, width=width):
+            return (_public_seed(rng, p), _oil_bytes(rng, p), np.zeros((p.v, p.o), np.uint8), p.m_bytes, p.zero_chunks,
+                    forms, width)
+
+        def from_hashes(p, rng, fixed, forms=forms):    # one attempt from its hash outputs to the signature
+            return (_hash_output(rng, p), _hash_output(rng, p, p.m_bytes), slots(p, rng), _el(rng, p.v, p.o), p.k,
+                    np.array(p.f_tail, np.int64), p.zero_chunks, forms, units(), _signature_body(p))
 
         def products(p, rng, fixed, forms=forms):       # signing's products: V, P1 and L secret
             return (_el(rng, p.k, p.v), slots(p, rng), p.o, p.zero_chunks, forms,
@@ -307,6 +348,10 @@ def _mayo_encoded_targets():
             Target(f"mayo-{name}-sign-attempt", f"one whole signing attempt from P1 || L on the encoding, {name} set "
                    "(all inputs secret)", _k(gn, "sign_attempt"), attempt, secret_args=("V", "r", "slots", "t"),
                    declassified=(RANK_BIT,), **algs),
+            Target(f"mayo-{name}-sign-from-hashes", f"one signing attempt from its hash outputs on the encoding, "
+                   f"{name} set: decoding, the attempt, the signature's encoding (all inputs secret but t)",
+                   _k(gn, "sign_from_hashes"), from_hashes, secret_args=("vr", "slots", "O"),
+                   declassified=(RANK_BIT,), **algs),
             Target(f"mayo-{name}-sign-products", f"v_i^T L and v_i^T P1 v_j on the encoding, {name} set (V, P1, L "
                    "secret)", _k(gn, "sign_products"), products, secret_args=("V", "slots"), **algs),
             Target(f"gf16-{name}-{form_of[0]}", f"{form_of[1]} of a matrix of scalars, as of O in key generation (B "
@@ -319,6 +364,15 @@ def _mayo_encoded_targets():
                    "(P1 + P1^T) O + P2 (O secret)", _k(gn, "expand_secret_slots"), expand_secret,
                    secret_args=("O",), **algs),
         ]
+        if width:                      # (without AES instructions the key is expanded by OpenSSL)
+            found += [
+                Target(f"mayo-{name}-public-key-from-seed", f"key generation after SHAKE256(seed_sk) in one call, {name} "
+                       "set: AES-128-CTR of the public seed, the products, the encoding (the oil bytes secret)",
+                       _k(gn, "public_key_from_seed"), from_seed, secret_args=("oil",), **algs),
+                Target(f"mayo-{name}-expand-secret-from-seed", f"secret-key expansion after SHAKE256(seed_sk) in one call, "
+                       f"{name} set: decoding O, AES-128-CTR of the public seed, L (the oil bytes secret)",
+                       _k(gn, "expand_secret_from_seed"), expand_from_seed, secret_args=("oil",), **algs),
+            ]
     return found
 
 

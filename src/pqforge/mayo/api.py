@@ -52,7 +52,11 @@ def verify(params: ParamsLike, pk: BytesLike, msg: BytesLike, sig: BytesLike) ->
     pk = check_public_key(p, pk)
     msg = require_bytes(msg, "message")
     sig = require_bytes(sig, f"{p.name} signature")
-    return len(sig) == p.sig_bytes and bool(scheme.verify(p, expanded_public(p, pk), msg, sig))
+    if len(sig) != p.sig_bytes:
+        return False
+    if type(pk) is bytes and len(pk) == p.cpk_bytes:
+        return scheme.verify_compact(p, pk, msg, sig)
+    return scheme.verify(p, expanded_public(p, pk), msg, sig)
 
 
 def sign_nist(params: ParamsLike, sk: BytesLike, msg: BytesLike, rng: Rng | None = None) -> bytes:

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import InvalidKey
 from ..gf16 import encode_nibbles, sets, unbitslice
 from ..gf16.kernels import bitslice_nibble_rows, stream_words
-from ..symmetric import aes128_ctr, aes128_ctr_into, aes128_ctr_scratch, shake256
+from ..symmetric import aes128_ctr, aes128_ctr_into, aes128_ctr_scratch, aes_width, shake256
 from . import kernels
 from .kernels import encoded as encoded_set
 from .kernels import layout
@@ -153,6 +153,12 @@ def seed_expansion(params: MayoParams, seed_sk: bytes):
     return s[:params.pk_seed_bytes], s[params.pk_seed_bytes:]
 
 
+FROM_SEED = sets.ENCODED and sets.AES_WIDTH > 0
+"""Whether key generation, secret-key expansion and verification under a compact key run after
+their hashes in one compiled call each, AES-128-CTR included (an encoded kernel set on a CPU
+with AES instructions)."""
+
+
 def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
     """(cpk, csk) with csk = seed_sk drawn from ``rng`` (the specification's MAYO.CompactKeyGen)."""
     seed_sk = rng(params.sk_seed_bytes)
@@ -162,8 +168,14 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
 @compiling("keygen")
 def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
-    seed_pk, o_bytes = seed_expansion(params, seed_sk)
     encoded = np.empty(params.P3_bytes, np.uint8)
+    if FROM_SEED:                   # the rest of key generation in one compiled call
+        s = np.frombuffer(shake256(seed_sk, params.pk_seed_bytes + params.O_bytes), np.uint8)
+        seed_pk = s[:params.pk_seed_bytes]
+        encoded_set.public_key_from_seed(seed_pk, s[params.pk_seed_bytes:], params.v, params.o, params.m_bytes,
+                                         params.zero_chunks, sets.FORMS, aes_width(), encoded)
+        return seed_pk.tobytes() + encoded.tobytes()
+    seed_pk, o_bytes = seed_expansion(params, seed_sk)
     if sets.ENCODED:                 # O's elements straight from its encoding, inside the kernel
         encoded_set.public_key_from_slots(public_slots(params, seed_pk), np.frombuffer(o_bytes, np.uint8),
                                                params.v, params.o, params.zero_chunks, sets.FORMS, encoded)
@@ -201,6 +213,12 @@ def public_slots(params: MayoParams, seed_pk: bytes) -> np.ndarray:
 
 @compiling("secret-key expansion")
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
+    if FROM_SEED:                   # all of it after the first hash in one compiled call
+        O = np.empty((params.v, params.o), np.uint8)
+        s = np.frombuffer(shake256(csk, params.pk_seed_bytes + params.O_bytes), np.uint8)
+        slots = encoded_set.expand_secret_from_seed(s[:params.pk_seed_bytes], s[params.pk_seed_bytes:], O,
+                                                    params.m_bytes, params.zero_chunks, sets.FORMS, aes_width())
+        return ExpandedSecretKey(csk, O, slots=slots)
     seed_pk, o_bytes = seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
     v, o = params.v, params.o
@@ -274,65 +292,76 @@ def public_entry_places(params: MayoParams):
 
 # -- signing and verification --------------------------------------------------------------------
 
-def _target(params: MayoParams, digest: bytes, salt: bytes) -> np.ndarray:
-    """t = Decode_vec(m, SHAKE256(M_digest || salt))."""
-    t = np.empty(params.m, np.uint8)
-    kernels.decode_nibbles_into(np.frombuffer(shake256(digest + salt, params.m_bytes), np.uint8), t)
-    return t
-
-
 @compiling("sign")
 def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
-    """The signature encode(s) || salt of ``msg`` (the specification's MAYO.Sign)."""
-    k, o, v = params.k, params.o, params.v
+    """The signature encode(s) || salt of ``msg`` (the specification's MAYO.Sign): the hashes
+    here, each attempt (decoding V, r and t, the products, the whipped system, the solution,
+    and the signature's encoding on success) in one compiled call."""
+    k = params.k
     digest = shake256(msg, params.digest_bytes)
     salt = shake256(digest + rng(params.salt_bytes) + esk.seed_sk, params.salt_bytes)
-    t = _target(params, digest, salt)
-    f_tail = params.f_tail_array
-    x = np.zeros(k * o, np.uint8)
-    vb = params.v_bytes
-    units = kernels.units()
-    vinegar = np.empty((k, 2 * vb), np.uint8)
-    r = np.empty(k * o, np.uint8)
-    for ctr in range(256):
-        vr = np.frombuffer(shake256(digest + salt + esk.seed_sk + bytes([ctr]), k * vb + params.r_bytes), np.uint8)
-        kernels.decode_nibbles_into(vr, vinegar)                  # v_i = Decode_vec(n - o, V[i vb : (i+1) vb])
-        kernels.decode_nibbles_into(vr[k * vb:], r)               # r = Decode_vec(ko, V[k vb : ...])
-        V = np.ascontiguousarray(vinegar[:, :v])                  # no copy when v fills the bytes
-        # M_i = v_i^T L, U[i, j] = v_i^T P1 v_j, A and y = t - sum z^ell u whipped, A x = y solved
-        if sets.ENCODED and esk.slots is not None:
-            full_rank = encoded_set.sign_attempt(V, r, esk.slots, o, t, f_tail, params.zero_chunks, sets.FORMS, x,
-                                                      units)
+    t_bytes = shake256(digest + salt, params.m_bytes)             # t = Decode_vec(m, SHAKE256(M_digest || salt))
+    prefix = digest + salt + esk.seed_sk
+    vr_bytes = k * params.v_bytes + params.r_bytes
+    f_tail, units = params.f_tail_array, kernels.units()
+    sig = np.empty(params.sig_bytes - params.salt_bytes, np.uint8)
+    encoded = sets.ENCODED and esk.slots is not None
+    for ctr in _COUNTERS:
+        # V = SHAKE256(M_digest || salt || seed_sk || ctr): the vinegar vectors, then r
+        vr = shake256(prefix + ctr, vr_bytes)
+        if encoded:
+            full_rank = encoded_set.sign_from_hashes(vr, t_bytes, esk.slots, esk.O, k, f_tail, params.zero_chunks,
+                                                     sets.FORMS, units, sig)
         else:
-            full_rank = kernels.sign_attempt(V, r, esk.P1, esk.L, t, f_tail, x, units)
+            full_rank = kernels.sign_from_hashes(vr, t_bytes, esk.P1, esk.L, esk.O, k, f_tail, units, sig)
         if full_rank:
-            break
-    else:  # for a key made by key generation the probability is far below 2^-256
-        raise InvalidKey(NO_FULL_RANK)
-    s = np.zeros(k * params.n, np.uint8)
-    kernels.assemble_signature(V, esk.O, x, params.n, s)
-    encoded = np.empty(params.sig_bytes - params.salt_bytes, np.uint8)
-    kernels.encode_nibbles_into(s, encoded)
-    return encoded.tobytes() + salt
+            return sig.tobytes() + salt
+    # for a key made by key generation the probability is far below 2^-256
+    raise InvalidKey(NO_FULL_RANK)
+
+
+_COUNTERS = [bytes([ctr]) for ctr in range(256)]
 
 
 def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -> bool:
     """True when P*(s) = t (the specification's MAYO.Verify). ``sig`` must have sig_bytes bytes."""
-    salt = sig[params.sig_bytes - params.salt_bytes:]
-    t = shake256(shake256(msg, params.digest_bytes) + salt, params.m_bytes)     # t, encoded
+    t = _target(params, msg, sig)
     if sets.ENCODED:
-        return _verify_on_encoding(params, sig, t, epk.encoded)
+        return _verify_on_encoding(params, sig, t, epk.encoded, _NO_SEED)
     P, encoded = epk.for_verification()
     return (_verify_encoded if encoded else _verify_bitsliced)(params, sig, t, P)
+
+
+def verify_compact(params: MayoParams, cpk: bytes, msg: bytes, sig: bytes) -> bool:
+    """``verify`` under the compact key ``cpk``: where ``FROM_SEED``, P1 || P2 are made inside the
+    compiled verification (one call, no expanded key object); elsewhere by ``expand_pk``."""
+    if not FROM_SEED:
+        return verify(params, expand_pk(params, cpk), msg, sig)
+    epk = np.empty(params.epk_bytes + spare_bytes(params), np.uint8)
+    view = memoryview(epk)
+    view[params.P1_bytes + params.P2_bytes:params.epk_bytes] = memoryview(cpk)[params.pk_seed_bytes:]     # P3
+    view[params.epk_bytes:] = bytes(spare_bytes(params))
+    seed_pk = np.frombuffer(cpk, np.uint8, params.pk_seed_bytes)
+    return _verify_on_encoding(params, sig, _target(params, msg, sig), epk, seed_pk)
+
+
+def _target(params: MayoParams, msg: bytes, sig: bytes) -> bytes:
+    """t, encoded: SHAKE256(SHAKE256(M) || salt), the salt at the end of ``sig``."""
+    salt = sig[params.sig_bytes - params.salt_bytes:]
+    return shake256(shake256(msg, params.digest_bytes) + salt, params.m_bytes)
+
+
+_NO_SEED = np.frombuffer(b"", np.uint8)
+"""The seed argument of the encoded verification for an expanded key: none to expand."""
 
 
 # P*(s) = t, from the signature's and t's bytes in one compiled call each, compiled for the
 # parameter set's vector size and the key's form only (with an encoded set always from the encoding)
 
 @compiling("verify")
-def _verify_on_encoding(params: MayoParams, sig, t, epk) -> bool:
-    return bool(encoded_set.verify(sig, t, epk, params.k, params.n, params.v, params.zero_chunks, sets.FORMS,
-                                    params.f_tail_array, kernels.verify_units()))
+def _verify_on_encoding(params: MayoParams, sig, t, epk, seed_pk) -> bool:
+    return bool(encoded_set.verify(sig, t, epk, seed_pk, params.k, params.n, params.v, params.zero_chunks, sets.FORMS,
+                                   params.f_tail_array, aes_width(), kernels.verify_units()))
 
 
 @compiling("verify")

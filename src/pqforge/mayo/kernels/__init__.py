@@ -24,7 +24,7 @@ from .expansion import expand_secret_from_stream, public_key_from_stream
 from .layout import (bitslice_into, decode_nibbles_into, encode_nibbles_into, encode_upper_into, equals_nibbles,
                      slots_to_bitsliced, unbitslice_into)
 from .products import mul_packed_rows, mul_transposed, mul_transposed_packed, packed_row_starts, place_rows, quadratic_pairs
-from .sign import assemble_signature, sign_attempt, units, whip_and_solve
+from .sign import assemble_signature, sign_attempt, sign_from_hashes, units, whip_and_solve
 from .solve import SOLVE, sample_solution, sample_solution_bitsliced
 from .verify import evaluate_public_sized, public_pairs, public_pairs_nibbles, verify_sized, verify_units
 from .whipping import WHIP, whip, whip_bitsliced
@@ -33,5 +33,6 @@ __all__ = ["SOLVE", "WHIP", "assemble_signature", "bitslice_into", "decode_nibbl
            "encode_upper_into", "equals_nibbles", "evaluate_public_sized",
            "expand_secret_from_stream", "mul_packed_rows", "mul_transposed", "mul_transposed_packed",
            "packed_row_starts", "place_rows", "public_key_from_stream", "public_pairs", "public_pairs_nibbles",
-           "quadratic_pairs", "sample_solution", "sample_solution_bitsliced", "sign_attempt", "slots_to_bitsliced",
+           "quadratic_pairs", "sample_solution", "sample_solution_bitsliced", "sign_attempt", "sign_from_hashes",
+           "slots_to_bitsliced",
            "unbitslice_into", "units", "verify_sized", "verify_units", "whip", "whip_and_solve", "whip_bitsliced"]

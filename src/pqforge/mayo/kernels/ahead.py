@@ -15,7 +15,7 @@ from ...jit.cache import Operation
 from ...jit.cache import compiling as notice
 from ...jit.units import Ahead, obtain, prefetch
 from ..params import ROUND2, MayoParams
-from . import batch, encoded, layout, sign, solve, verify, whipping
+from . import batch, encoded, sign, solve, verify, whipping
 
 T = TypeVar("T")
 
@@ -43,22 +43,19 @@ _addresses = types.UniTuple(types.int64, 2)
 _LIMBS = sorted({p.limbs for p in ROUND2})                  # the portable kernels' sizes
 _CHUNKS = sorted({len(p.zero_chunks) for p in ROUND2})      # the encoded kernels' sizes
 _FORMS = {name: typeof(sets.forms_of(name)) for name in sets.NAMES if name != "portable"}   # of ``sets.FORMS``
-SIGN_ATTEMPT = {
-    **{name: {chunks: Ahead(encoded.sign_attempt, (_u8[2], _u8[1], _u64[1], _int, _u8[1], _tail,
-                                                   types.UniTuple(_int, chunks), forms, _u8[1], _addresses))
+_aes = {name: typeof((0,) * sets.aes_width(name, sets.cpu_features())) for name in _FORMS}   # of ``aes_width()``
+SIGN_FROM_HASHES = {
+    **{name: {chunks: Ahead(encoded.sign_from_hashes, (_bytes, _bytes, _u64[1], _u8[2], _int, _tail,
+                                                       types.UniTuple(_int, chunks), forms, _addresses, _u8[1]))
               for chunks in _CHUNKS} for name, forms in _FORMS.items()},
-    "portable": dict.fromkeys(_LIMBS, Ahead(sign.sign_attempt, (_u8[2], _u8[1], _u64[2], _u64[3], _u8[1], _tail,
-                                                                 _u8[1], _addresses))),
+    "portable": dict.fromkeys(_LIMBS, Ahead(sign.sign_from_hashes, (_bytes, _bytes, _u64[2], _u64[3], _u8[2], _int,
+                                                                     _tail, _addresses, _u8[1]))),
 }
-ASSEMBLE = Ahead(sign.assemble_signature, (_u8[2], _u8[2], _u8[1], _int, _u8[1]))
-_hash = types.Array(types.uint8, 1, "C", readonly=True)          # np.frombuffer of a digest
-NIBBLES = (Ahead(layout.decode_nibbles_into, (_hash, _u8[2])), Ahead(layout.decode_nibbles_into, (_hash, _u8[1])),
-           Ahead(layout.encode_nibbles_into, (_u8[1], _u8[1])))
-"""Signing's byte boundary: the target, the vinegar bytes and the signature's encoding."""
+"""One signing attempt from its hash outputs to the encoded signature (``sign_from_hashes``)."""
 VERIFY = {
-    **{name: {chunks: Ahead(encoded.verify, (_bytes, _bytes, _u8[1], _int, _int, _int, types.UniTuple(_int, chunks),
-                                             forms, _tail, _addresses)) for chunks in _CHUNKS}
-       for name, forms in _FORMS.items()},
+    **{name: {chunks: Ahead(encoded.verify, (_bytes, _bytes, _u8[1], _ro[1], _int, _int, _int,
+                                             types.UniTuple(_int, chunks), forms, _tail, _aes[name], _addresses))
+              for chunks in _CHUNKS} for name, forms in _FORMS.items()},
     "portable": {limbs: Ahead(verify.verify_sized, (_bytes, _bytes, _u64[2], _int, _int, types.UniTuple(_int, limbs),
                                                     types.UniTuple(_int, 1), _tail, _addresses)) for limbs in _LIMBS},
 }
@@ -96,7 +93,7 @@ def _size(p: MayoParams) -> int:
 
 def signing(p: MayoParams) -> tuple:
     """Signing's kernels for p, the largest first (the solver, the whip: ``sign.units()``)."""
-    return solve.SOLVE, whipping.WHIP, SIGN_ATTEMPT[sets.NAME][_size(p)], ASSEMBLE, *NIBBLES
+    return solve.SOLVE, whipping.WHIP, SIGN_FROM_HASHES[sets.NAME][_size(p)]
 
 
 def verifying(p: MayoParams) -> tuple:

@@ -28,9 +28,10 @@ import numpy as np
 
 from ...gf16.blocks import slot_words
 from ...gf16.gfni import matrix_forms, row_accumulate, row_flush, row_scratch
+from ...aes import keystream
 from ...jit.cache import JIT_CACHE
-from .layout import decode_nibbles_into, equals_nibbles, slots_to_bitsliced, unbitslice_into
-from .sign import whip_and_solve
+from .layout import decode_nibbles_into, equals_nibbles, rows_to_slots, slots_to_bitsliced, unbitslice_into
+from .sign import attempt_inputs, encode_signature, whip_and_solve
 from .whipping import whip_unit
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
@@ -105,6 +106,47 @@ def expand_secret_slots(slots, O, chunks, like):
     _add_p1_times_oil(slots, matrix_forms(O, like), v, o, chunks, np.bool_(True), like)
 
 
+@nb.njit(**_JIT, inline="always")
+def _public_slots(seed_pk, v, o, m_bytes, chunks, width):
+    """P1 || P2 = AES-128-CTR(seed_pk) in slots (a new flat array), as ``scheme.public_slots`` lays
+    them out: the keystream straight into the slots where an m-vector fills its slot (MAYO-2),
+    else row by row from a scratch copy (``rows_to_slots``, which reads 15 bytes past the last
+    row). ``width``: the AES blocks per instruction (``pqforge.aes``). Public data."""
+    count = v * (v + 1) // 2 + v * o
+    W = slot_words(chunks)
+    slots = np.empty(count * W, np.uint64)
+    nbytes = count * m_bytes
+    if 8 * W == m_bytes:
+        keystream(slots.view(np.uint8), seed_pk, width)
+    else:
+        stream = np.empty(nbytes + 16, np.uint8)
+        keystream(stream[:nbytes], seed_pk, width)
+        rows_to_slots(stream, count, m_bytes, chunks, slots)
+    return slots
+
+
+@nb.njit(**_JIT)
+def public_key_from_seed(seed_pk, oil, v, o, m_bytes, chunks, like, width, out):
+    """Key generation after its first hash, SHAKE256(seed_sk) = seed_pk || ``oil`` (O's encoding),
+    in one compiled call: P1 || P2 from AES-128-CTR(seed_pk) (``_public_slots``), then
+    ``public_key_from_slots`` into ``out``. Secret: oil and all that is made from it; seed_pk
+    and P1 || P2 are public."""
+    slots = _public_slots(seed_pk, v, o, m_bytes, chunks, width)
+    public_key_from_slots(slots, oil, v, o, chunks, like, out)
+
+
+@nb.njit(**_JIT)
+def expand_secret_from_seed(seed_pk, oil, O, m_bytes, chunks, like, width):
+    """Secret-key expansion after its first hash, SHAKE256(seed_sk) = seed_pk || ``oil``, in one
+    compiled call: O (v, o) decoded from oil, P1 || P2 from AES-128-CTR(seed_pk), and P1 || L
+    (L = (P1 + P1^T) O + P2) returned in their slots. Secret: oil, O and L."""
+    v, o = O.shape
+    decode_nibbles_into(oil, O)
+    slots = _public_slots(seed_pk, v, o, m_bytes, chunks, width)
+    expand_secret_slots(slots, O, chunks, like)
+    return slots
+
+
 # inlined: its only caller compiles it once (compiled alone it would be optimised twice)
 @nb.njit(**_JIT, inline="always")
 def quadratic_pairs(forms, k, size, P, chunks, like, U):
@@ -160,6 +202,20 @@ def sign_attempt(V, r, slots, o, t, f_tail, chunks, like, x, units):
     return whip_and_solve(U, M, t, r, f_tail, x, units)
 
 
+@nb.njit(**_JIT)
+def sign_from_hashes(vr, t_bytes, slots, O, k, f_tail, chunks, like, units, sig):
+    """``sign.sign_from_hashes`` with P1 || L in their encoding (``sign_attempt``): one attempt
+    from its hash outputs, the signature encoded into ``sig`` with full rank. Returns the
+    (public) rank bit. Secret: vr, slots, O and what comes of them."""
+    v, o = O.shape
+    V, r, t = attempt_inputs(vr, t_bytes, k, v, o)
+    x = np.zeros(k * o, np.uint8)
+    full_rank = sign_attempt(V, r, slots, o, t, f_tail, chunks, like, x, units)
+    if full_rank:                   # public: the signer retries with the next counter otherwise
+        encode_signature(V, O, x, sig)
+    return full_rank
+
+
 # inlined: its only caller compiles it once (compiled alone it would be optimised twice)
 @nb.njit(**_JIT, inline="always")
 def evaluate_public(S, epk, v, chunks, like, f_tail, y, units):
@@ -207,10 +263,14 @@ def evaluate_public(S, epk, v, chunks, like, f_tail, y, units):
 
 
 @nb.njit(**_JIT)
-def verify(sig, t, epk, k, n, v, chunks, like, f_tail, units):
+def verify(sig, t, epk, seed_pk, k, n, v, chunks, like, f_tail, width, units):
     """Whether P*(s) = t for the signature's s (its first k n elements) and the nibble string
     ``t`` (m/2 bytes): the byte boundary of one verification and ``evaluate_public``, in one
-    compiled call. Public data only."""
+    compiled call. With a 16-byte ``seed_pk`` (a compact key) P1 || P2 = AES-128-CTR(seed_pk),
+    ``width`` blocks an instruction, are written into ``epk`` first (which holds P3 and the
+    spare bytes); with an empty one ``epk`` is the whole expanded key. Public data only."""
+    if len(seed_pk):
+        keystream(epk[:(v * (v + 1) // 2 + v * (n - v)) * len(t)], seed_pk, width)
     S = np.empty((k, n), np.uint8)
     decode_nibbles_into(sig, S)
     y = np.zeros(2 * len(t), np.uint8)

@@ -8,7 +8,7 @@ import numpy as np
 from ...gf16.kernels import gf16_mul
 from ...jit.cache import JIT_CACHE
 from ...jit.units import addresses
-from .layout import bitslice_into
+from .layout import bitslice_into, decode_nibbles_into, encode_nibbles_into
 from .products import mul_transposed, quadratic_pairs
 from .solve import SOLVE, solve_unit
 from .whipping import WHIP, whip_unit
@@ -64,3 +64,46 @@ def sign_attempt(V, r, P1, L, t, f_tail, x, units):
     U = np.zeros((k, k, W), np.uint64)
     quadratic_pairs(V, P1, U)
     return whip_and_solve(U, M, t, r, f_tail, x, units)
+
+
+@nb.njit(inline="always", **_JIT)
+def attempt_inputs(vr, t_bytes, k, v, o):
+    """(V, r, t) of a signing attempt from its hash outputs: the vinegar vectors V (k, v) and
+    r (k o elements) decoded from ``vr`` = SHAKE256(digest || salt || seed_sk || ctr), each
+    v_i from its own ceil(v/2) bytes, and t (m elements) from ``t_bytes``. Secret: vr, V, r
+    (shifts at public positions)."""
+    vb = (v + 1) // 2
+    V = np.empty((k, v), np.uint8)
+    for i in range(k):
+        decode_nibbles_into(vr[i * vb:(i + 1) * vb], V[i])
+    r = np.empty(k * o, np.uint8)
+    decode_nibbles_into(vr[k * vb:], r)
+    t = np.empty(2 * len(t_bytes), np.uint8)
+    decode_nibbles_into(t_bytes, t)
+    return V, r, t
+
+
+@nb.njit(inline="always", **_JIT)
+def encode_signature(V, O, x, sig):
+    """sig = the encoding of s_i = (v_i + O x_i, x_i), i < k ((k n + 1) / 2 bytes). Secret: V,
+    O, x; the signature is public."""
+    k, v = V.shape
+    n = v + O.shape[1]
+    s = np.zeros(k * n, np.uint8)
+    assemble_signature(V, O, x, n, s)
+    encode_nibbles_into(s, sig)
+
+
+@nb.njit(**_JIT)
+def sign_from_hashes(vr, t_bytes, P1, L, O, k, f_tail, units, sig):
+    """One signing attempt from its hash outputs in one compiled call (``attempt_inputs``,
+    ``sign_attempt`` on the bit planes P1 and L), the signature encoded into ``sig`` when the
+    system has full rank (``encode_signature``; ``sig`` is left as it is otherwise). Returns the
+    (public) rank bit. ``units``: ``units()``. Secret: vr, P1, L, O and what comes of them."""
+    v, o = O.shape
+    V, r, t = attempt_inputs(vr, t_bytes, k, v, o)
+    x = np.zeros(k * o, np.uint8)
+    full_rank = sign_attempt(V, r, P1, L, t, f_tail, x, units)
+    if full_rank:                   # public: the signer retries with the next counter otherwise
+        encode_signature(V, O, x, sig)
+    return full_rank
