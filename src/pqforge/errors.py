@@ -55,6 +55,10 @@ def require_bytes(value: object, what: str, length: int | None = None,
     bytes, bytearray and memoryview are accepted; str, numpy.bytes_ (it drops trailing zero
     bytes) and everything else is a type error.
     """
+    if type(value) is bytes:        # the common case first: each check costs on every call
+        if length is not None and len(value) != length:
+            raise wrong_length(f"{what} must be {length} bytes, got {len(value)}")
+        return value
     if isinstance(value, (bytearray, memoryview)):
         value = bytes(value)
     if isinstance(value, np.bytes_):

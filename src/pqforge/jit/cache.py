@@ -247,12 +247,18 @@ def compiling(path: str, seconds: float | Callable[[Any], float], kernels: Calla
     and writes that marker when it returns. The marker names what was compiled: kernels
     shared by every parameter set of a scheme have one marker, kernels specialised per size one
     each. With the notice, ``prefetch(params)`` (if given) may start compiling, elsewhere, what
-    the next operations will need (``pqforge.jit.units.prefetch``). Later calls pay one set lookup."""
+    the next operations will need (``pqforge.jit.units.prefetch``). Later calls pay one dictionary
+    lookup."""
     def wrap(fn: Operation) -> Operation:
+        ready: dict[int, Any] = {}      # id(params) -> params, once its kernels are in this process
+
         @functools.wraps(fn)
         def call(params: Any, *args: Any, **kwargs: Any) -> Any:
+            if ready.get(id(params)) is params:     # (the marker's string costs more than the lookup)
+                return fn(params, *args, **kwargs)
             key = kernels(params)
             if key in _seen:
+                ready[id(params)] = params
                 return fn(params, *args, **kwargs)
             with _lock:     # one notice, and one compile, when threads start together
                 if key not in _seen:

@@ -529,11 +529,19 @@ def _compile_claimed(item: Compilable) -> None:
         _unmark(_spec(item))
 
 
-def addresses(units: Sequence[Unit]) -> tuple[int, ...]:
+_known: dict[tuple[Unit, ...], tuple[int, ...]] = {}
+
+
+def addresses(units: tuple[Unit, ...]) -> tuple[int, ...]:
     """The addresses of ``units`` in this process (``obtain``: when the cache lacks several, they
-    compile here and in a helper side by side)."""
+    compile here and in a helper side by side); remembered once known, as a unit's address stays
+    for the life of the process (every signature and verification asks)."""
+    known = _known.get(units)
+    if known is not None:
+        return known
     known = tuple([unit._address for unit in units])
     if None not in known:
+        _known[units] = known
         return known
     with _lock:
         if sum(1 for unit in units if not unit._ready()) > 1:

@@ -304,15 +304,21 @@ def padding_ok(pk, mt, row_bytes, k):
 def encap_preimage(buf, pk, n, t, m, mt, row_bytes):
     """Encapsulation's compiled part: (ok, 1 | e | C), the hash input of the shared secret, with
     e from FixedWeight's random bytes buf and C = H e (pk as for syndrome_from_public_key).
-    ok = 0 asks for fresh bytes (the submission's public rejection loop); ok = -1: the public
-    key has nonzero padding bits. Secret: buf and e.
+    ``buf`` may hold the bytes of several attempts of FixedWeight, one after the other: the
+    first that succeeds is taken, as drawing them one at a time would. ok = 0 asks for fresh
+    bytes (the submission's public rejection loop); ok = -1: the public key has nonzero padding
+    bits. Secret: buf and e.
     """
     nb = n >> 3
     sb = (mt + 7) >> 3
     out = np.empty(1 + nb + sb, dtype=np.uint8)
     if not padding_ok(pk, mt, row_bytes, n - mt):
         return -1, out
-    ok, ind = fixed_weight_indices(buf, n, t, m)
+    draw = 2 * (t if n == (1 << m) else 2 * t)      # bytes of one attempt
+    ok, ind = 0, np.zeros(t, dtype=np.int64)
+    for a in range(len(buf) // draw):
+        if ok == 0:                 # (public: the rejection loop's outcome)
+            ok, ind = fixed_weight_indices(buf[a * draw:(a + 1) * draw], n, t, m)
     if ok == 0:
         return 0, out
     e = weight_vector(ind, nb)

@@ -11,7 +11,7 @@ from ...gf16.kernels import (bit_mask, gf16_inv, gf16_mul, mul_add_scalar, mul_a
                              nonzero_mask)
 from ...jit.cache import JIT_CACHE
 from ...jit.units import Unit
-from .layout import bitslice_into, unbitslice_into
+from .layout import bitslice_into
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)  # nogil: batches run kernels on several threads
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -79,7 +79,9 @@ def _echelon_form(R, ko):
     """Bring the augmented rows [A | y] to echelon form with pivots 1; returns rank(A).
 
     R (W, m) holds the rows transposed: R[i, rr] is word i of row rr, so that each step is a
-    loop over all rows for one word, which vectorises. Constant time: every row takes part in
+    loop over all rows for one word, which vectorises. The ko + 1 columns are right-aligned in
+    the rows' 64 limbs bits (column c at bit c + 64 limbs - ko - 1): a column step touches the
+    limbs from its own on, so all but the first few columns touch one limb fewer. Constant time: every row takes part in
     every column step, through masks. Secret: the rows, and the pivot positions and running
     pivot row derived from them. Per column: the pivot is the first row at or below the pivot
     row with a nonzero entry (the lowest bit of the candidate rows as a bit string); normalised
@@ -88,6 +90,7 @@ def _echelon_form(R, ko):
     """
     W, m = R.shape
     limbs = W // 4
+    off = 64 * limbs - (ko + 1)                     # column c sits at bit position c + off
     e = np.zeros(m, np.int64)                       # each row's entry in the column
     below = np.zeros(m, np.uint64)                  # rows below the pivot row (mask)
     sel = np.zeros(m, np.uint64)                    # the pivot's row (one-hot mask)
@@ -107,8 +110,9 @@ def _echelon_form(R, ko):
         # the loops start at a multiple of 4 below it (whole vectors), and the rows that adds,
         # above the pivot row, are left as they are by their masks
         first = max(0, col - (ko - m)) & ~3
-        lo = col >> 6                               # rows at or below the pivot row are zero left of col
-        sh = np.uint64(col & 63)
+        at_bit = col + off
+        lo = at_bit >> 6                            # rows at or below the pivot row are zero left of col
+        sh = np.uint64(at_bit & 63)
         # unsigned row indices: numba then emits no negative-index wraparound, which would
         # keep LLVM from vectorising these loops over rows
         rows_u = range(np.uint64(first), np.uint64(m))
@@ -165,7 +169,7 @@ def _echelon_form(R, ko):
             piv[i0], piv[i1], piv[i2], piv[i3] = a0, a1, a2, a3
             old[i0], old[i1], old[i2], old[i3] = b0, b1, b2, b3
         scaled[:] = 0
-        mul_add_scalar_from(scaled, piv, gf16_inv(_entry(piv, col, limbs)), limbs, lo)
+        mul_add_scalar_from(scaled, piv, gf16_inv(_entry(piv, at_bit, limbs)), limbs, lo)
         for w in range(lo, limbs):
             i0, i1, i2, i3 = w, limbs + w, 2 * limbs + w, 3 * limbs + w
             s0, s1, s2, s3 = scaled[i0], scaled[i1], scaled[i2], scaled[i3]
@@ -220,6 +224,7 @@ def sample_solution_bitsliced(A, y, m, r, x):
     ncols = ko + 1
     limbs = (ncols + 63) // 64
     W = 4 * limbs
+    off = 64 * limbs - ncols            # right-aligned columns (``_echelon_form``): column c at bit c + off
     # y' = y - A r as one more column, then the augmented rows [A | y'], bitsliced along the
     # rows and transposed: R[i, e] is word i of row e. Columns become rows by 64 x 64 bit
     # transposes of each plane.
@@ -235,9 +240,9 @@ def sample_solution_bitsliced(A, y, m, r, x):
         for cb in range(limbs):
             for rb in range(row_limbs):
                 for j in range(64):
-                    c = 64 * cb + j
+                    c = 64 * cb + j - off
                     q = p * row_limbs + rb
-                    block[j] = A[q, c] if c < ko else (yp[q] if c == ko else np.uint64(0))
+                    block[j] = np.uint64(0) if c < 0 else (A[q, c] if c < ko else yp[q])
                 _transpose64(block)
                 for i in range(min(64, m - 64 * rb)):
                     R[p * limbs + cb, 64 * rb + i] = block[i]
@@ -247,31 +252,29 @@ def sample_solution_bitsliced(A, y, m, r, x):
     # back substitution from the last row up; each row's pivot column is located as a one-hot
     # bit mask (lowest nonzero column), so it is never used as an index. The rows above take
     # their entries in that column through the mask, all rows at once (a vectorised loop).
-    yv = np.zeros(m, np.int64)                      # the y column
+    yv = np.zeros(m, np.int64)                      # the y column (the last bit of the last limb)
     for p in range(4):
-        Rp = R[p * limbs + (ko >> 6)]
+        Rp = R[p * limbs + limbs - 1]
         for e in range(m):
-            yv[e] |= np.int64((Rp[e] >> np.uint64(ko & 63)) & np.uint64(1)) << p
-    xw = np.zeros(W, np.uint64)                     # x, bitsliced, starting from r
-    for c in range(ko):
-        for p in range(4):
-            xw[p * limbs + (c >> 6)] |= np.uint64((np.int64(r[c]) >> p) & 1) << np.uint64(c & 63)
+            yv[e] |= np.int64(Rp[e] >> np.uint64(63)) << p
+    xw = np.zeros(W, np.uint64)                     # x - r, at the columns' bit positions
     onehot = np.zeros(limbs, np.uint64)
     bits = np.zeros((4, m), np.uint64)              # each row's entry in the pivot column, per plane
     for rr in range(m - 1, -1, -1):
         found = np.uint64(0)
         for w in range(limbs):
             nz = R[w, rr] | R[limbs + w, rr] | R[2 * limbs + w, rr] | R[3 * limbs + w, rr]
-            if w == ko >> 6:               # drop the y column and the padding (public position)
-                nz &= (np.uint64(1) << np.uint64(ko & 63)) - np.uint64(1)
-            elif w > ko >> 6:
-                nz = np.uint64(0)
+            if w == 0:                     # drop the padding and the y column (public positions)
+                nz &= ~((np.uint64(1) << np.uint64(off)) - np.uint64(1))
+            if w == limbs - 1:
+                nz &= ~(np.uint64(1) << np.uint64(63))
             onehot[w] = _lowest_bit(nz) & ~found
             found |= np.uint64(nonzero_mask(nz))
         yr = yv[rr]
         for w in range(limbs):
             for p in range(4):
                 xw[p * limbs + w] ^= onehot[w] & bit_mask(yr, p)
+
         above = range(np.uint64(rr))                # unsigned: no negative-index handling
         # a pass over the rows above per word, all four planes in it (few passes: each has a
         # fixed cost that dominated when every plane and word had its own)
@@ -294,7 +297,13 @@ def sample_solution_bitsliced(A, y, m, r, x):
             coef = np.int64(nonzero_bit(bits[0, i]) | (nonzero_bit(bits[1, i]) << np.uint64(1))
                             | (nonzero_bit(bits[2, i]) << np.uint64(2)) | (nonzero_bit(bits[3, i]) << np.uint64(3)))
             yv[i] ^= gf16_mul(coef, yr)
-    unbitslice_into(xw, ko, x)
+    one = np.uint64(1)
+    for c in range(ko):                             # x = r + (x - r), read at each column's position
+        at_bit = c + off
+        w, b = at_bit >> 6, np.uint64(at_bit & 63)
+        x[c] = r[c] ^ np.uint8(((xw[w] >> b) & one) | (((xw[limbs + w] >> b) & one) << one)
+                               | (((xw[2 * limbs + w] >> b) & one) << np.uint64(2))
+                               | (((xw[3 * limbs + w] >> b) & one) << np.uint64(3)))
     return full_rank
 
 
