@@ -258,14 +258,19 @@ def spare_bytes(params: MayoParams) -> int:
 
 
 def expand_pk(params: MayoParams, cpk: bytes) -> ExpandedPublicKey:
-    b = params.P1_bytes + params.P2_bytes
-    spare = spare_bytes(params)
-    encoded = np.empty(params.epk_bytes + spare, np.uint8)
-    aes128_ctr_into(cpk[:params.pk_seed_bytes], b, encoded)            # P1 || P2
-    view = memoryview(encoded)      # byte copies through the buffer: a numpy call each costs more
-    view[b:params.epk_bytes] = cpk[params.pk_seed_bytes:]
-    view[params.epk_bytes:] = bytes(spare)
+    encoded = _with_p3(params, cpk)
+    aes128_ctr_into(cpk[:params.pk_seed_bytes], params.P1_bytes + params.P2_bytes, encoded)    # P1 || P2
     return ExpandedPublicKey(params, encoded)
+
+
+def _with_p3(params: MayoParams, cpk: bytes) -> np.ndarray:
+    """The buffer of an expanded public key with P3 (from the compact key) and the spare zero
+    bytes in place, P1 || P2 still to be written."""
+    encoded = np.empty(params.epk_bytes + spare_bytes(params), np.uint8)
+    view = memoryview(encoded)      # byte copies through the buffer: a numpy call each costs more
+    view[params.P1_bytes + params.P2_bytes:params.epk_bytes] = memoryview(cpk)[params.pk_seed_bytes:]
+    view[params.epk_bytes:] = bytes(spare_bytes(params))
+    return encoded
 
 
 def expand_pk_bytes(params: MayoParams, cpk: bytes) -> bytes:
@@ -337,12 +342,8 @@ def verify_compact(params: MayoParams, cpk: bytes, msg: bytes, sig: bytes) -> bo
     compiled verification (one call, no expanded key object); elsewhere by ``expand_pk``."""
     if not FROM_SEED:
         return verify(params, expand_pk(params, cpk), msg, sig)
-    epk = np.empty(params.epk_bytes + spare_bytes(params), np.uint8)
-    view = memoryview(epk)
-    view[params.P1_bytes + params.P2_bytes:params.epk_bytes] = memoryview(cpk)[params.pk_seed_bytes:]     # P3
-    view[params.epk_bytes:] = bytes(spare_bytes(params))
     seed_pk = np.frombuffer(cpk, np.uint8, params.pk_seed_bytes)
-    return _verify_on_encoding(params, sig, _target(params, msg, sig), epk, seed_pk)
+    return _verify_on_encoding(params, sig, _target(params, msg, sig), _with_p3(params, cpk), seed_pk)
 
 
 def _target(params: MayoParams, msg: bytes, sig: bytes) -> bytes:

@@ -57,6 +57,15 @@ def _lowest_bit(x):
 
 
 @nb.njit(**_JIT)
+def _smear_down(x):
+    """x with every bit below its highest set bit set too (0 for 0): shifts only."""
+    s = x
+    for k in (1, 2, 4, 8, 16, 32):
+        s |= s >> np.uint64(k)
+    return s
+
+
+@nb.njit(**_JIT)
 def _gt_bit(a, b):
     """1 when a > b, else 0 (as uint64; both below 2^62); arithmetic only, so loops over it
     still vectorise."""
@@ -64,13 +73,11 @@ def _gt_bit(a, b):
 
 
 @nb.njit(**_JIT, inline="always")
-def _row_update(x, put, swap, pivot, old, f0, f1, f2, f3, c0, c1, c2, c3):
+def _row_update(x, put, pivot, f0, f1, f2, f3, c0, c1, c2, c3):
     """One word of a row in an elimination step: the normalised pivot row replaces the pivot
-    row (``put``), the pivot row's old content moves to the pivot's row (``swap``), and every
-    row adds fac * pivot, planes c0..c3 of x^t * pivot selected by fac's bit masks f0..f3.
-    Masks only (all secret)."""
+    row (``put``), and every row adds fac * pivot, planes c0..c3 of x^t * pivot selected by
+    fac's bit masks f0..f3. Masks only (all secret)."""
     x = (x & ~put) | (pivot & put)
-    x = (x & ~swap) | (old & swap)
     return x ^ (f0 & c0) ^ (f1 & c1) ^ (f2 & c2) ^ (f3 & c3)
 
 
@@ -83,23 +90,21 @@ def _echelon_form(R, ko):
     the rows' 64 limbs bits (column c at bit c + 64 limbs - ko - 1): a column step touches the
     limbs from its own on, so all but the first few columns touch one limb fewer. Constant time: every row takes part in
     every column step, through masks. Secret: the rows, and the pivot positions and running
-    pivot row derived from them. Per column: the pivot is the first row at or below the pivot
-    row with a nonzero entry (the lowest bit of the candidate rows as a bit string); normalised
-    to 1 it replaces the pivot row, whose old content moves to the pivot's place (a masked
-    swap); every row below adds its entry times the pivot.
+    pivot row derived from them. Per column: the first row at or below the pivot row with a
+    nonzero entry (the lowest bit of the candidate rows as a bit string) is found; the sum of
+    the rows from the pivot row down to it (all zero in the column but that one, as MAYO-C
+    builds its pivot row: no swap) is normalised to 1 and replaces the pivot row; every row
+    below adds its entry times it.
     """
     W, m = R.shape
     limbs = W // 4
     off = 64 * limbs - (ko + 1)                     # column c sits at bit position c + off
     e = np.zeros(m, np.int64)                       # each row's entry in the column
     below = np.zeros(m, np.uint64)                  # rows below the pivot row (mask)
-    sel = np.zeros(m, np.uint64)                    # the pivot's row (one-hot mask)
+    sel = np.zeros(m, np.uint64)                    # the rows summed into the pivot (mask)
     at = np.zeros(m, np.uint64)                     # the pivot row (one-hot mask)
-    put = np.zeros(m, np.uint64)                    # the pivot row, when the column has a pivot
-    swap = np.zeros(m, np.uint64)                   # the pivot's row, when it is not the pivot row
     f = np.zeros((4, m), np.uint64)                 # bit masks of each row's elimination factor
     piv = np.zeros(W, np.uint64)
-    old = np.zeros(W, np.uint64)
     scaled = np.zeros(W, np.uint64)
     row_limbs = (m + 63) // 64
     one = np.uint64(1)
@@ -133,58 +138,50 @@ def _echelon_form(R, ko):
             bits = np.uint64(0)
             for rr in rows_q:
                 bits |= (nonzero_bit(e[rr]) & ~_gt_bit(pr, rr)) << (rr - base)
-            low = _lowest_bit(bits) & ~found
+            # the rows up to the first nonzero one (all of them while none is found), none
+            # once an earlier word had it
+            upto = _smear_down(_lowest_bit(bits))
+            upto = (upto | (_ONES * (one ^ nonzero_bit(bits)))) & ~found
             found |= nonzero_mask(bits)
-            # masks of the pivot's row (sel), the pivot row (at), and what each row does: stored
+            # masks of the rows summed (sel), the pivot row (at), and what each row does: stored
             # arrays, read back by later loops, so none is a known 0-or-all-ones value there
             for rr in rows_q:
-                s = _ONES * ((low >> (rr - base)) & one)
-                a = _ONES * (one ^ nonzero_bit(rr ^ pr))
+                s = _ONES * ((upto >> (rr - base)) & ~_gt_bit(pr, rr) & one)
                 sel[rr] = s
-                at[rr] = a
-                swap[rr] = s & ~a
-                fac = np.uint64(e[rr]) & below[rr] & ~s
+                at[rr] = _ONES * (one ^ nonzero_bit(rr ^ pr))
+                fac = np.uint64(e[rr]) & below[rr]      # (the rows summed before the first nonzero: 0)
                 f[0, rr] = _ONES * (fac & one)
                 f[1, rr] = _ONES * ((fac >> one) & one)
                 f[2, rr] = _ONES * ((fac >> np.uint64(2)) & one)
                 f[3, rr] = _ONES * (fac >> np.uint64(3))
-        for rr in rows_u:
-            put[rr] = at[rr] & found
         # one pass over the rows per word, all four planes in it: a pass has a fixed cost
         # (loop set-up, the remainder rows) that dominated when each plane had its own
         for w in range(lo, limbs):
             i0, i1, i2, i3 = w, limbs + w, 2 * limbs + w, 3 * limbs + w
-            a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = np.uint64(0)
+            a0 = a1 = a2 = a3 = np.uint64(0)
             for rr in rows_u:
-                sr, ar = sel[rr], at[rr]
-                r0, r1, r2, r3 = R[i0, rr], R[i1, rr], R[i2, rr], R[i3, rr]
-                a0 ^= sr & r0
-                a1 ^= sr & r1
-                a2 ^= sr & r2
-                a3 ^= sr & r3
-                b0 ^= ar & r0
-                b1 ^= ar & r1
-                b2 ^= ar & r2
-                b3 ^= ar & r3
+                sr = sel[rr]
+                a0 ^= sr & R[i0, rr]
+                a1 ^= sr & R[i1, rr]
+                a2 ^= sr & R[i2, rr]
+                a3 ^= sr & R[i3, rr]
             piv[i0], piv[i1], piv[i2], piv[i3] = a0, a1, a2, a3
-            old[i0], old[i1], old[i2], old[i3] = b0, b1, b2, b3
         scaled[:] = 0
         mul_add_scalar_from(scaled, piv, gf16_inv(_entry(piv, at_bit, limbs)), limbs, lo)
         for w in range(lo, limbs):
             i0, i1, i2, i3 = w, limbs + w, 2 * limbs + w, 3 * limbs + w
             s0, s1, s2, s3 = scaled[i0], scaled[i1], scaled[i2], scaled[i3]
-            o0, o1, o2, o3 = old[i0], old[i1], old[i2], old[i3]
             # fac * scaled = sum_t fac_t x^t scaled; the planes of x^t scaled (x^4 = x + 1):
             x1 = (s3, s0 ^ s3, s1, s2)
             x2 = (s2, s3 ^ s2, s0 ^ s3, s1)
             x3 = (s1, s2 ^ s1, s3 ^ s2, s0 ^ s3)
             for rr in rows_u:
-                pu, sw = put[rr], swap[rr]
+                pu = at[rr] & found          # the pivot row, when the column has a pivot
                 f0, f1, f2, f3 = f[0, rr], f[1, rr], f[2, rr], f[3, rr]
-                R[i0, rr] = _row_update(R[i0, rr], pu, sw, s0, o0, f0, f1, f2, f3, s0, x1[0], x2[0], x3[0])
-                R[i1, rr] = _row_update(R[i1, rr], pu, sw, s1, o1, f0, f1, f2, f3, s1, x1[1], x2[1], x3[1])
-                R[i2, rr] = _row_update(R[i2, rr], pu, sw, s2, o2, f0, f1, f2, f3, s2, x1[2], x2[2], x3[2])
-                R[i3, rr] = _row_update(R[i3, rr], pu, sw, s3, o3, f0, f1, f2, f3, s3, x1[3], x2[3], x3[3])
+                R[i0, rr] = _row_update(R[i0, rr], pu, s0, f0, f1, f2, f3, s0, x1[0], x2[0], x3[0])
+                R[i1, rr] = _row_update(R[i1, rr], pu, s1, f0, f1, f2, f3, s1, x1[1], x2[1], x3[1])
+                R[i2, rr] = _row_update(R[i2, rr], pu, s2, f0, f1, f2, f3, s2, x1[2], x2[2], x3[2])
+                R[i3, rr] = _row_update(R[i3, rr], pu, s3, f0, f1, f2, f3, s3, x1[3], x2[3], x3[3])
         pivot_row += np.int64(found & one)
     return pivot_row
 
