@@ -366,12 +366,13 @@ def _mayo_encoded_targets():
         ]
         if width:                      # (without AES instructions the key is expanded by OpenSSL)
             found += [
-                Target(f"mayo-{name}-public-key-from-seed", f"key generation after SHAKE256(seed_sk) in one call, {name} "
-                       "set: AES-128-CTR of the public seed, the products, the encoding (the oil bytes secret)",
-                       _k(gn, "public_key_from_seed"), from_seed, secret_args=("oil",), **algs),
-                Target(f"mayo-{name}-expand-secret-from-seed", f"secret-key expansion after SHAKE256(seed_sk) in one call, "
-                       f"{name} set: decoding O, AES-128-CTR of the public seed, L (the oil bytes secret)",
-                       _k(gn, "expand_secret_from_seed"), expand_from_seed, secret_args=("oil",), **algs),
+                Target(f"mayo-{name}-public-key-from-seed", f"key generation after SHAKE256(seed_sk) in one "
+                       f"call, {name} set: AES-128-CTR of the public seed, the products, the encoding (the oil "
+                       "bytes secret)", _k(gn, "public_key_from_seed"), from_seed, secret_args=("oil",), **algs),
+                Target(f"mayo-{name}-expand-secret-from-seed", f"secret-key expansion after SHAKE256(seed_sk) in "
+                       f"one call, {name} set: decoding O, AES-128-CTR of the public seed, L (the oil bytes "
+                       "secret)", _k(gn, "expand_secret_from_seed"), expand_from_seed, secret_args=("oil",),
+                       **algs),
             ]
     return found
 

@@ -88,13 +88,14 @@ def _echelon_form(R, ko):
     R (W, m) holds the rows transposed: R[i, rr] is word i of row rr, so that each step is a
     loop over all rows for one word, which vectorises. The ko + 1 columns are right-aligned in
     the rows' 64 limbs bits (column c at bit c + 64 limbs - ko - 1): a column step touches the
-    limbs from its own on, so all but the first few columns touch one limb fewer. Constant time: every row takes part in
-    every column step, through masks. Secret: the rows, and the pivot positions and running
-    pivot row derived from them. Per column: the first row at or below the pivot row with a
-    nonzero entry (the lowest bit of the candidate rows as a bit string) is found; the sum of
-    the rows from the pivot row down to it (all zero in the column but that one, as MAYO-C
-    builds its pivot row: no swap) is normalised to 1 and replaces the pivot row; every row
-    below adds its entry times it.
+    limbs from its own on, so all but the first few columns touch one limb fewer.
+
+    Constant time: every row takes part in every column step, through masks. Secret: the rows,
+    and the pivot positions and running pivot row derived from them. Per column: the first row
+    at or below the pivot row with a nonzero entry (the lowest bit of the candidate rows as a
+    bit string) is found; the sum of the rows from the pivot row down to it (all zero in the
+    column but that one, as MAYO-C builds its pivot row: no swap) is normalised to 1 and
+    replaces the pivot row; every row below adds its entry times it.
     """
     W, m = R.shape
     limbs = W // 4
