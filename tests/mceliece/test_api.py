@@ -72,6 +72,33 @@ def test_functional_layer_and_custom_rng():
     assert mc.keypair("Classic-McEliece-348864f", rng=NistCtrDrbg(bytes(48))) == (pk, sk)
 
 
+def test_system_generator_draws_attempts_together_as_if_one_at_a_time(monkeypatch):
+    """Without an rng, one call of os.urandom gives several FixedWeight attempts; the first that
+    succeeds is taken, exactly as drawing them one at a time with a caller's rng."""
+    from pqforge.mceliece import scheme
+    from pqforge.mceliece.matrix import fixed_weight_indices
+    p = mc.McEliece348864.params
+    pk = kem_entry0(p.name)["pk"]
+    draw = 4 * p.t                                  # n < 2^m: 2t words of two bytes
+    bad = bytes(draw)                               # every index 0: a repeat, rejected
+    rng = NistCtrDrbg(bytes(range(48)))
+    good = rng(draw)
+    while not fixed_weight_indices(good, p.n, p.t, p.m)[0]:
+        good = rng(draw)
+    one_at_a_time = iter([bad, good])
+    expected = mc.encapsulate(p, pk, rng=lambda n: next(one_at_a_time))
+    calls, stream = [], bytearray(bad + good + rng(2 * draw))
+
+    def urandom(n):                                 # the same bytes in whatever portions asked
+        calls.append(n)
+        taken = bytes(stream[:n])
+        del stream[:n]
+        return taken
+    monkeypatch.setattr(scheme.os, "urandom", urandom)
+    assert mc.encapsulate(p, pk) == expected
+    assert calls == [draw * scheme.ATTEMPTS_AT_ONCE]
+
+
 def test_system_rng_gives_fresh_keys():
     assert mc.keypair(mc.McEliece348864)[1] != mc.keypair(mc.McEliece348864)[1]
 
