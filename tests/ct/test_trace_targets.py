@@ -52,8 +52,9 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
                                                  "_drain_buckets", "_times_x", "_nibbles_times_x", "_aligned_zeros", "verify_sized")}
     public_only |= {getattr(layout, n) for n in ("slots_to_bitsliced", "equals_nibbles", "encode_nibbles_into",
                                                  "keystream_to_slots")}
-    inner = {getattr(solve, n) for n in ("_entry", "_lowest_bit", "_gt_bit", "_transpose64", "sample_solution_bitsliced",
-                                         "_echelon_form", "_row_update")}
+    inner = {getattr(solve, n) for n in ("_entry", "_lowest_bit", "_smear_down", "_gt_bit", "_transpose64",
+                                         "sample_solution_bitsliced", "_echelon_form", "_row_update")}
+    inner |= {getattr(mk.sign, n) for n in ("attempt_inputs", "encode_signature")}     # in sign_from_hashes
     inner |= {getattr(products, n) for n in ("_bit_masks", "_combine", "_mul_transposed_core")}
     inner |= {layout.bitslice_into, whipping._shift_xor, whipping.whip_bitsliced, mk.whip_and_solve, gk.planes_times_x}
     # the batch loops: public-data verification, and compositions of registered kernels
@@ -69,6 +70,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
         inner |= {gfni._times_x, gfni.scalar_matrix, shuffle._times_x, shuffle._table_words, gn._add_p1_times_oil,
                   gn.quadratic_pairs, gn.oil_forms, gfni.row_scratch}
         public_only |= {gn.evaluate_public, gn.verify, blocks.slot_words}     # a slot's size from the tuple's length
+        public_only |= {gn._public_slots}      # AES-128-CTR of the public seed, laid into slots
     unclassified = _unclassified(modules, covered | public_only | inner)
     assert not unclassified, f"see secrets but are not trace-checked: {unclassified}"
 
