@@ -78,7 +78,8 @@ def test_system_generator_draws_attempts_together_as_if_one_at_a_time(monkeypatc
     from pqforge.mceliece import scheme
     from pqforge.mceliece.matrix import fixed_weight_indices
     p = mc.McEliece348864.params
-    pk = kem_entry0(p.name)["pk"]
+    official = kem_entry0(p.name)
+    pk = official["pk"]
     draw = 4 * p.t                                  # n < 2^m: 2t words of two bytes
     bad = bytes(draw)                               # every index 0: a repeat, rejected
     rng = NistCtrDrbg(bytes(range(48)))
@@ -97,6 +98,8 @@ def test_system_generator_draws_attempts_together_as_if_one_at_a_time(monkeypatc
     monkeypatch.setattr(scheme.os, "urandom", urandom)
     assert mc.encapsulate(p, pk) == expected
     assert calls == [draw * scheme.ATTEMPTS_AT_ONCE]
+    ct, ss = expected                               # and the official secret key agrees
+    assert mc.decapsulate(p, official["sk"], ct) == ss
 
 
 def test_system_rng_gives_fresh_keys():

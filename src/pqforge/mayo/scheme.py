@@ -153,6 +153,12 @@ def seed_expansion(params: MayoParams, seed_sk: bytes):
     return s[:params.pk_seed_bytes], s[params.pk_seed_bytes:]
 
 
+def seed_expansion_arrays(params: MayoParams, seed_sk: bytes):
+    """``seed_expansion`` as read-only uint8 views, as the compiled kernels take them."""
+    s = np.frombuffer(shake256(seed_sk, params.pk_seed_bytes + params.O_bytes), np.uint8)
+    return s[:params.pk_seed_bytes], s[params.pk_seed_bytes:]
+
+
 FROM_SEED = sets.ENCODED and sets.AES_WIDTH > 0
 """Whether key generation, secret-key expansion and verification under a compact key run after
 their hashes in one compiled call each, AES-128-CTR included (an encoded kernel set on a CPU
@@ -170,10 +176,9 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     encoded = np.empty(params.P3_bytes, np.uint8)
     if FROM_SEED:                   # the rest of key generation in one compiled call
-        s = np.frombuffer(shake256(seed_sk, params.pk_seed_bytes + params.O_bytes), np.uint8)
-        seed_pk = s[:params.pk_seed_bytes]
-        encoded_set.public_key_from_seed(seed_pk, s[params.pk_seed_bytes:], params.v, params.o, params.m_bytes,
-                                         params.zero_chunks, sets.FORMS, aes_width(), encoded)
+        seed_pk, oil = seed_expansion_arrays(params, seed_sk)
+        encoded_set.public_key_from_seed(seed_pk, oil, params.v, params.o, params.m_bytes, params.zero_chunks,
+                                         sets.FORMS, aes_width(), encoded)
         return seed_pk.tobytes() + encoded.tobytes()
     seed_pk, o_bytes = seed_expansion(params, seed_sk)
     if sets.ENCODED:                 # O's elements straight from its encoding, inside the kernel
@@ -215,9 +220,9 @@ def public_slots(params: MayoParams, seed_pk: bytes) -> np.ndarray:
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
     if FROM_SEED:                   # all of it after the first hash in one compiled call
         O = np.empty((params.v, params.o), np.uint8)
-        s = np.frombuffer(shake256(csk, params.pk_seed_bytes + params.O_bytes), np.uint8)
-        slots = encoded_set.expand_secret_from_seed(s[:params.pk_seed_bytes], s[params.pk_seed_bytes:], O,
-                                                    params.m_bytes, params.zero_chunks, sets.FORMS, aes_width())
+        seed_pk, oil = seed_expansion_arrays(params, csk)
+        slots = encoded_set.expand_secret_from_seed(seed_pk, oil, O, params.m_bytes, params.zero_chunks, sets.FORMS,
+                                                    aes_width())
         return ExpandedSecretKey(csk, O, slots=slots)
     seed_pk, o_bytes = seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
