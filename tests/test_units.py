@@ -114,6 +114,22 @@ MAYO2.warm_up_serving()
 """, "ahead.serving(MAYO2.params)", {"PQFORGE_KERNELS": kernel_set})
 
 
+def test_a_helper_finds_every_entry_a_first_use_hands_it():
+    # a helper looks an entry up by module and key (``compile_in_worker``); one it cannot find
+    # it skips, and the process that asked then compiles it alone
+    import importlib
+
+    from pqforge.mayo.kernels import ahead as mayo_ahead
+    from pqforge.mayo.params import ROUND2
+    from pqforge.mceliece import ahead as mceliece_ahead
+    handed = [*mceliece_ahead.KEYGEN, *mceliece_ahead.ENCAPSULATION, *mceliece_ahead.DECODING]
+    for p in ROUND2:
+        handed += [*mayo_ahead.signing(p), *mayo_ahead.verifying(p), *mayo_ahead.serving(p)]
+    for item in handed:
+        found = [e for e in units._declared(importlib.import_module(item.home)) if e.key == item.key]
+        assert found, f"{units._spec(item)} is not where a helper looks for it"
+
+
 def _claimed_by(item, pid):
     marker = units._in_progress_marker(units._spec(item))
     marker.parent.mkdir(parents=True, exist_ok=True)

@@ -54,7 +54,9 @@ _SHIFT_LEFT = RHO.astype(np.uint64)
 _SHIFT_RIGHT = ((64 - RHO) % 64).astype(np.uint64)
 
 
-@nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
+# compiled once and called (shake256_into calls it at three places; inlined, each caller's compile
+# optimised three copies of the 24 rounds: most of the compile of a batch loop that hashes)
+@nb.njit(nogil=True, cache=JIT_CACHE)
 def keccak_f1600(A, B, C):
     """Permute the 25 lanes of A in place (B: 25 lanes, C: 5 lanes of scratch)."""
     for rnd in range(24):

@@ -57,7 +57,7 @@ class Unit:
         self.signature = signature
         self._cfunc: Any = None
         self._address: int | None = None
-        self.home = kernel.py_func.__module__
+        self.home = sys._getframe(1).f_globals["__name__"]     # where workers find this unit
         self.key = kernel.py_func.__qualname__
         self.call = self._caller()
 
@@ -172,13 +172,18 @@ Compilable = Union[Unit, Ahead]
 
 
 def _declared(module: Any) -> list:
-    """The units and ``Ahead`` entries a module holds, alone, in tuples or in dicts of them."""
+    """The units and ``Ahead`` entries a module holds: alone, or anywhere in tuples and dicts of
+    them (a registry per kernel set and vector size, say)."""
     out = []
-    for value in vars(module).values():
-        for entry in (value.values() if isinstance(value, dict) else (value,)):
-            for item in (entry if isinstance(entry, tuple) else (entry,)):
-                if isinstance(item, (Unit, Ahead)):
-                    out.append(item)
+    stack = list(vars(module).values())
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (Unit, Ahead)):
+            out.append(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, tuple):
+            stack.extend(value)
     return out
 
 
