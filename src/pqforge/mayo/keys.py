@@ -241,7 +241,11 @@ class MayoAlgorithm(Algorithm[MayoParams]):
         """The paths of ``pqforge serve``: key generation, and the one-key batch calls on the CPU
         that its sign and verify requests are batched into (the single operations, the tensor
         path and distinct keys are left to ``warm_up``)."""
-        sk = ahead.compile_serving(self.params, self.generate_private_key)
+        def key_in_use() -> MayoPrivateKey:     # generated and expanded, as a stored key signs
+            sk = self.generate_private_key()
+            sk.expanded()
+            return sk
+        sk = ahead.compile_serving(self.params, key_in_use)
         msgs = [b"serve", b"warm"]
         sigs = sk.sign_many(msgs, backend="cpu", threads=1)
         pk = sk.public_key()

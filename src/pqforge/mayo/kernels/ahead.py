@@ -81,11 +81,6 @@ VERIFY_CHUNK = {
                               for nibbles in (types.UniTuple(_int, 1), types.Tuple(())))
                  for limbs in _LIMBS},
 }
-EXPAND_FROM_SEED = {name: {chunks: Ahead(encoded.expand_secret_from_seed, (_ro[1], _ro[1], _u8[2], _int,
-                                                                          types.UniTuple(_int, chunks), forms,
-                                                                          _aes[name]))
-                            for chunks in _CHUNKS} for name, forms in _FORMS.items()}
-"""Secret-key expansion after its hash where it runs in one call (``scheme.FROM_SEED``)."""
 SIGNING_HASHES = Ahead(batch.signing_hashes, (_ro[1], _tail, _ro[2], _ro[2], _tail, _int, _u8[2], _u8[2], _u8[3], _u8[2]))
 """The one-key batch loops (``batch_cpu.sign_loop``, ``verify_loop``) and the batch's hashing."""
 
@@ -107,13 +102,11 @@ def verifying(p: MayoParams) -> tuple:
 
 def serving(p: MayoParams) -> tuple:
     """What ``pqforge serve`` batches its sign and verify requests into, for p: the one-key
-    batch loops, the batch's hashing and the units they call, then the expansion of a stored
-    signing key where it is one kernel (``scheme.FROM_SEED``). The largest first, for the helper
-    that starts on them while this process generates a key (``compile_serving``)."""
+    batch loops, the batch's hashing and the units they call. The largest first, for the helper
+    that starts on them while this process generates a key and expands it (``compile_serving``:
+    the expansion shares most of its callees with key generation)."""
     size = _size(p)
-    expansion = (EXPAND_FROM_SEED[sets.NAME][size],) if sets.ENCODED and sets.AES_WIDTH > 0 else ()
-    return (*VERIFY_CHUNK[sets.NAME][size], solve.SOLVE, SIGN_CHUNK[sets.NAME][size], whipping.WHIP, SIGNING_HASHES,
-            *expansion)
+    return *VERIFY_CHUNK[sets.NAME][size], solve.SOLVE, SIGN_CHUNK[sets.NAME][size], whipping.WHIP, SIGNING_HASHES
 
 
 def compile_serving(p: MayoParams, meanwhile: Callable[[], T]) -> T:
