@@ -28,11 +28,16 @@ from .test_postgres import Postgres, _free_port  # noqa: E402
 def ray_service(tmp_path_factory):
     pg = Postgres()
     master = base64.b64encode(os.urandom(32)).decode()
-    os.environ["PQFORGE_MASTER_KEY"] = master     # the replicas inherit it from this driver
+    # Ray's processes inherit these from this driver. Ray Serve gives its HTTP proxy 5 s to report
+    # ready (and 10 s per health check) before it kills and restarts it, which a busy machine
+    # exceeded: serve.start then failed with ActorDiedError. A minute each is ample.
+    env = {"PQFORGE_MASTER_KEY": master, "RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60",
+           "RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S": "60"}
+    os.environ.update(env)
     port = _free_port()
     try:
         try:
-            ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": {"PQFORGE_MASTER_KEY": master}})
+            ray.init(num_cpus=2, include_dashboard=False, runtime_env={"env_vars": env})
         except Exception as exc:   # no usable Ray on this machine
             pytest.skip(f"Ray did not start: {type(exc).__name__}: {exc}")
         from pqforge.service.ray_app import deployment
@@ -55,7 +60,8 @@ def ray_service(tmp_path_factory):
         if ray.is_initialized():
             serve.shutdown()
             ray.shutdown()
-        os.environ.pop("PQFORGE_MASTER_KEY", None)
+        for name in env:
+            os.environ.pop(name, None)
         pg.remove()
 
 
