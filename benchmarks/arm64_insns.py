@@ -8,7 +8,10 @@ operation once in the userland, compiling whatever the cache lacks (not counted)
 the same under the plugin (kernels loaded, caches warm); for each operation, another process
 does the same
 and then the operation K more times; the difference over K is one operation. Start-up, imports
-and loading kernels cancel.
+and loading kernels cancel. Python's cyclic garbage collector is off after the set-up in every
+process: when it runs depends on the whole process's allocation history, and with it on, a
+change outside an operation's path (a few lines of ``keyfile.py``) moved MAYO-2 verification's
+count by 10%; off, two runs agree within 0.5%.
 
     scripts/arm64/run.sh --host python benchmarks/arm64_insns.py --plugin libinsncount.so \\
         [--qemu /usr/bin/qemu-aarch64] [--alg MAYO-2 ...] [--sets neon,portable] [--k 20] \\
@@ -53,6 +56,9 @@ def guest(alg: str, op: str, runs: int) -> None:
     ops = algorithms.get(alg).benchmark_ops()
     for warm in ops.values():
         warm()
+    import gc
+    gc.collect()
+    gc.disable()        # its runs follow the allocation history, not the operation (module docstring)
     for _ in range(runs if op != "none" else 0):
         ops[op]()
 
@@ -139,7 +145,7 @@ def main() -> int:
                            + "".join(f"--alg {a} " for a in (args.alg or [])) + f"--sets {args.sets} --k {args.k}`",
                 "method": (f"processes under qemu-aarch64 with an instruction-counting TCG plugin: one runs the set-up and "
                            f"each operation once; one per operation does the same, then the operation {args.k} more times; "
-                           f"the difference over {args.k}. pqforge compiled by numba for NUMBA_CPU_NAME="
+                           f"the difference over {args.k}; the cyclic garbage collector off after the set-up. pqforge compiled by numba for NUMBA_CPU_NAME="
                            f"{args.guest_env['NUMBA_CPU_NAME']} ({args.guest_env['NUMBA_CPU_FEATURES']}); functional API "
                            f"from compact keys (MAYO keygen: a compact key pair; sign and verify include the expansion)"),
                 **({"reference": next(iter(theirs)), "reference_build": peers[next(iter(theirs))].get("build", "")}
