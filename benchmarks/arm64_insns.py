@@ -145,7 +145,8 @@ def main() -> int:
                            + "".join(f"--alg {a} " for a in (args.alg or [])) + f"--sets {args.sets} --k {args.k}`",
                 "method": (f"processes under qemu-aarch64 with an instruction-counting TCG plugin: one runs the set-up and "
                            f"each operation once; one per operation does the same, then the operation {args.k} more times; "
-                           f"the difference over {args.k}; the cyclic garbage collector off after the set-up. pqforge compiled by numba for NUMBA_CPU_NAME="
+                           f"the difference over {args.k}; the cyclic garbage collector off after the set-up. "
+                           f"pqforge compiled by numba for NUMBA_CPU_NAME="
                            f"{args.guest_env['NUMBA_CPU_NAME']} ({args.guest_env['NUMBA_CPU_FEATURES']}); functional API "
                            f"from compact keys (MAYO keygen: a compact key pair; sign and verify include the expansion)"),
                 **({"reference": next(iter(theirs)), "reference_build": peers[next(iter(theirs))].get("build", "")}

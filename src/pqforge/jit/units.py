@@ -48,6 +48,12 @@ from . import cache as compile_cache
 from .cache import JIT_CACHE
 
 
+def _declaring_module() -> str:
+    """The module whose code creates the ``Unit`` or ``Ahead`` calling this: where a helper looks
+    for the entry (``compile_in_worker``), which need not be the kernel's own module."""
+    return sys._getframe(2).f_globals["__name__"]
+
+
 class Unit:
     """``kernel`` (an ``njit`` function) compiled on its own for ``signature`` (argument types
     exactly as callers pass them; a void, boolean or integer result)."""
@@ -57,7 +63,7 @@ class Unit:
         self.signature = signature
         self._cfunc: Any = None
         self._address: int | None = None
-        self.home = sys._getframe(1).f_globals["__name__"]     # where workers find this unit
+        self.home = _declaring_module()
         self.key = kernel.py_func.__qualname__
         self.call = self._caller()
 
@@ -132,10 +138,10 @@ class Ahead:
     never a result."""
 
     def __init__(self, kernel: Any, args: tuple):
-        # declared at module level (alone, in a tuple or in a dict of them), where a worker finds it
+        # declared at module level (alone, or in tuples and dicts of them), where a worker finds it
         self.kernel = kernel
         self.args = tuple(args)
-        self.home = sys._getframe(1).f_globals["__name__"]     # where workers find this entry
+        self.home = _declaring_module()
         self.key = f"{kernel.py_func.__qualname__}{self.args}"
 
     def _compile_here(self) -> None:
