@@ -68,7 +68,10 @@ def oil_forms(oil, v, o, like):
     return matrix_forms(O, like)
 
 
-@nb.njit(**_JIT)
+# Inlined, like expand_secret_slots and sign_attempt: LLVM inlines each into its compiled callers
+# anyway, so compiled alone it would be optimised twice (and the served paths compile about 3 s
+# sooner); a call from Python still compiles it alone.
+@nb.njit(**_JIT, inline="always")
 def public_key_from_slots(slots, oil, v, o, chunks, like, out):
     """out = Encode(Upper(O^T (P1 O + P2))), the public part of key generation after hashing,
     from P1 || P2 in ``slots`` (which end up holding P1 || P1 O + P2) and the oil matrix O (v, o)
@@ -98,7 +101,7 @@ def public_key_from_slots(slots, oil, v, o, chunks, like, out):
             at += mb
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_JIT, inline="always")
 def expand_secret_slots(slots, O, chunks, like):
     """L = (P1 + P1^T) O + P2 in place of P2 in ``slots`` (P1 stays), for the oil matrix O (v, o).
     Secret: O and L."""
@@ -185,7 +188,7 @@ def sign_products(V, slots, o, chunks, like, M, U):
     quadratic_pairs(forms, k, v, slots, chunks, like, U)
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_JIT, inline="always")
 def sign_attempt(V, r, slots, o, t, f_tail, chunks, like, x, units):
     """``kernels.sign_attempt`` with P1 || L in their encoding: the products here, then M and U
     to bit planes for ``kernels.whip_and_solve``. Writes x and returns the (public) rank bit.
