@@ -1,7 +1,7 @@
 """First use from an empty cache under each kernel set, as a results file for BENCHMARKS.md.
 
     python benchmarks/startup_sets.py [--alg NAME ...] [--sets SET,...] [--rounds N] [--prebuilt DIR] [--out FILE]
-    python benchmarks/startup_sets.py --serve [--busy N] [--sets SET,...] [--rounds N] [--prebuilt DIR] [--out FILE]
+    python benchmarks/startup_sets.py --serve [--busy N] [--ready-only] [--sets SET,...] [--rounds N] [--prebuilt DIR] [--out FILE]
 
 For each round, algorithm and kernel set in turn (interleaved), ``pqforge.bench.startup`` runs
 a new interpreter with an empty numba cache (the first key, then the rest of the round trip:
@@ -15,7 +15,9 @@ and until it reports that the background compile of the other paths has ended; m
 ``/readyz`` and ``/healthz`` are asked in turn, every 0.1 s, and the slowest answer of each is a
 second results file (ms), from the first answer on (the port listens before the app has
 loaded, and a request sent earlier waits for the start-up). ``--busy N``: a busy machine, N processes spinning in a Python loop
-at normal priority from before the server starts until it has compiled everything.
+at normal priority from before the server starts until it has compiled everything. ``--ready-only``:
+each run ends once the server is ready (two spinners leave the background compile, at nice 10,
+about a tenth of a core: minutes a run, for a figure that is no target).
 
 With ``--prebuilt DIR`` (bundles of ``pqforge precompile --prebuilt``, ``pqforge.jit.prebuilt``)
 every set runs twice per round, interleaved: "SET set" compiling everything
@@ -68,10 +70,11 @@ def variants(chosen: list[str], prebuilt: Path | None) -> list[tuple[str, str, d
             for label, where in (("", "none"), (", prebuilt", str(prebuilt.resolve())))]
 
 
-def cold_serve(kernel_set: str, extra_env: dict, busy: int = 0, limit_s: float = 900) -> tuple[dict, dict]:
+def cold_serve(kernel_set: str, extra_env: dict, busy: int = 0, until_compiled: bool = True,
+               limit_s: float = 900) -> tuple[dict, dict]:
     """Seconds from starting ``pqforge serve`` with an empty cache until ``/readyz`` is 200, and
-    until it no longer reports ``compiling``; and the slowest answer of ``/readyz`` and of
-    ``/healthz`` meanwhile (ms). ``busy`` processes spin beside it all along."""
+    (``until_compiled``) until it no longer reports ``compiling``; and the slowest answer of
+    ``/readyz`` and of ``/healthz`` meanwhile (ms). ``busy`` processes spin beside it all along."""
     spinners = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(busy)]
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
@@ -92,8 +95,9 @@ def cold_serve(kernel_set: str, extra_env: dict, busy: int = 0, limit_s: float =
                     slowest["/readyz"] = max(slowest["/readyz"], took)
                 if body and body.get("ready") and ready is None:
                     ready = now
-                if ready is not None and body and not body.get("compiling"):
-                    return ({"serve: ready": round(ready, 1), "serve: all compiled": round(now, 1)},
+                if ready is not None and (not until_compiled or (body and not body.get("compiling"))):
+                    return ({"serve: ready": round(ready, 1), **({"serve: all compiled": round(now, 1)}
+                                                                   if until_compiled else {})},
                             {f"{path}: slowest answer": round(t * 1000, 1) for path, t in slowest.items()})
                 time.sleep(0.1)
                 _, took = _get(f"http://127.0.0.1:{port}/healthz")
@@ -112,25 +116,28 @@ def serve_main(args, chosen: list[str]) -> None:
     rows, answers = [], []
     for round_ in range(1, args.rounds + 1):
         for name, impl, extra_env in variants(chosen, args.prebuilt):
-            seconds, ms = cold_serve(name, extra_env, args.busy)
+            seconds, ms = cold_serve(name, extra_env, args.busy, not args.ready_only)
             rows.append({"round": round_, "alg": "MAYO-2", "impl": impl, "s": seconds})
             answers.append({"round": round_, "alg": "MAYO-2", "impl": impl, "ms": ms})
             print(json.dumps(rows[-1]), json.dumps(answers[-1]), file=sys.stderr, flush=True)
+    until = "it is ready" if args.ready_only else "it has compiled everything"
     busy = (f"; a busy machine: {args.busy} processes spinning in a Python loop (`{BUSY_LOOP}`) at normal "
-            "priority from before the server starts until it has compiled everything") if args.busy else ""
-    command = (f"`{quota_prefix()}python benchmarks/startup_sets.py --serve{f' --busy {args.busy}' if args.busy else ''} "
-               f"--sets {','.join(chosen)} --rounds {args.rounds}{_prebuilt_option(args)}`")
+            f"priority from before the server starts until {until}") if args.busy else ""
+    command = (f"`{quota_prefix()}python benchmarks/startup_sets.py --serve{f' --busy {args.busy}' if args.busy else ''}"
+               f"{' --ready-only' if args.ready_only else ''} --sets {','.join(chosen)} --rounds {args.rounds}"
+               f"{_prebuilt_option(args)}`")
     kernels = "each column names its set (`PQFORGE_KERNELS`)" + _prebuilt_note(args)
     comparison = "cold-serve-busy" if args.busy else "cold-serve"
     _write(comparison, start, rows, args.out, command=command, kernels=kernels,
            method="per round, each set in turn: `pqforge serve` with default settings (MAYO-2 warmed up), an "
                   "empty numba cache and a new SQLite file; seconds from the start of the process until "
-                  "`/readyz` answers 200 (the paths requests take are compiled), and until it no longer "
-                  "reports `compiling` (the background compile of the other paths has ended)" + busy)
+                  "`/readyz` answers 200 (the paths requests take are compiled)"
+                  + ("" if args.ready_only else ", and until it no longer reports `compiling` (the background "
+                                                "compile of the other paths has ended)") + busy)
     _write(comparison + "-answers", start, answers, args.out and args.out.with_name(args.out.stem + "-answers.jsonl"),
            command=command, kernels=kernels, unit="ms",
-           method="the same runs: from the first answer of `/healthz` (the app has loaded) until the server "
-                  "has compiled everything, `/readyz` and `/healthz` asked in turn every 0.1 s, one request at a time; the slowest answer of "
+           method=f"the same runs: from the first answer of `/healthz` (the app has loaded) until {until}, "
+                  "`/readyz` and `/healthz` asked in turn every 0.1 s, one request at a time; the slowest answer of "
                   "each (ms, from sending the request to reading the whole answer)" + busy)
 
 
@@ -168,6 +175,8 @@ def main() -> None:
     parser.add_argument("--serve", action="store_true", help="time a cold `pqforge serve` until it is ready")
     parser.add_argument("--busy", type=int, default=0, metavar="N",
                         help="with --serve: N processes spinning in a Python loop beside the server all along")
+    parser.add_argument("--ready-only", action="store_true",
+                        help="with --serve: end each run once the server is ready, not once it has compiled everything")
     parser.add_argument("--prebuilt", type=Path, metavar="DIR",
                         help="also run each set with the bundles in DIR (pqforge precompile --prebuilt), interleaved")
     args = parser.parse_args()
