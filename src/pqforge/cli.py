@@ -500,9 +500,8 @@ def cmd_precompile(args: argparse.Namespace) -> int:
     units.stop_helpers(timeout=0 if args.serving else units.WORKER_SECONDS)
     print(f"compiled {len(algs)} algorithm{'s' * (len(algs) > 1)}; cache: "
           f"{cache.CACHE_DIR or 'none (not writable)'}")
-    # the exit then skips collecting the compiler's objects, a few tenths of a second that
-    # ``pqforge serve`` would wait for before it loads the served paths
-    gc.freeze()
+    if args.serving:    # (a helper of ``pqforge serve``, which waits for its exit to load the
+        gc.freeze()     # served paths: the exit then skips collecting the compiler's objects, 0.2 s)
     return 0
 
 
