@@ -8,15 +8,10 @@ operation once in the userland, compiling whatever the cache lacks (not counted)
 the same under the plugin (kernels loaded, caches warm); for each operation, another process
 does the same
 and then the operation K more times; the difference over K is one operation. Start-up, imports
-and loading kernels cancel. Two things would make the count follow the whole process's
-allocation history rather than the operation, so every process turns both off:
-- Python's cyclic garbage collector, after the set-up. With it on, a change outside an operation's path (a few
-  lines of ``keyfile.py``) moved MAYO-2 verification's count by 10%.
-- glibc's adaptive mmap threshold: whether a large temporary comes from the heap or from a
-  fresh mapping. With the collector off but the threshold adaptive, MAYO-2's counts still
-  differed by up to 19% between runs of the same sources. At its start the guest sets the
-  allocator as the command line and the service do (``pqforge._memory.retain_freed_heap``); two runs then agree
-  within 0.1%.
+and loading kernels cancel. Python's cyclic garbage collector is off after the set-up in every
+process: when it runs depends on the whole process's allocation history, and with it on, a
+change outside an operation's path (a few lines of ``keyfile.py``) moved MAYO-2 verification's
+count by 10%; off, two runs agree within 0.5%.
 
     scripts/arm64/run.sh --host python benchmarks/arm64_insns.py --plugin libinsncount.so \\
         [--qemu /usr/bin/qemu-aarch64] [--alg MAYO-2 ...] [--sets neon,portable] [--k 20] \\
@@ -57,8 +52,7 @@ def guest(alg: str, op: str, runs: int) -> None:
     import itertools
     draws = itertools.count()
     os.urandom = lambda n: hashlib.shake_256(b"draw %d" % next(draws)).digest(n)
-    from pqforge import _memory, algorithms
-    _memory.retain_freed_heap()     # as the command line and the service run: no adaptive threshold
+    from pqforge import algorithms
     ops = algorithms.get(alg).benchmark_ops()
     for warm in ops.values():
         warm()
@@ -151,8 +145,7 @@ def main() -> int:
                            + "".join(f"--alg {a} " for a in (args.alg or [])) + f"--sets {args.sets} --k {args.k}`",
                 "method": (f"processes under qemu-aarch64 with an instruction-counting TCG plugin: one runs the set-up and "
                            f"each operation once; one per operation does the same, then the operation {args.k} more times; "
-                           f"the difference over {args.k}; the cyclic garbage collector off after the set-up, and glibc malloc "
-                           f"set as the command line sets it (pqforge._memory.retain_freed_heap). "
+                           f"the difference over {args.k}; the cyclic garbage collector off after the set-up. "
                            f"pqforge compiled by numba for NUMBA_CPU_NAME="
                            f"{args.guest_env['NUMBA_CPU_NAME']} ({args.guest_env['NUMBA_CPU_FEATURES']}); functional API "
                            f"from compact keys (MAYO keygen: a compact key pair; sign and verify include the expansion)"),
