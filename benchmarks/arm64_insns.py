@@ -11,10 +11,13 @@ and then the operation K more times; the difference over K is one operation. Sta
 and loading kernels cancel. Python's cyclic garbage collector is off after the set-up in every
 process: when it runs depends on the whole process's allocation history, and with it on, a
 change outside an operation's path (a few lines of ``keyfile.py``) moved MAYO-2 verification's
-count by 10%; off, two runs agree within 0.5%.
+count by 10%. K is 200 by default: a process that runs operations after the set-up differs
+from the next by a few hundred thousand instructions to a million (the set-up alone, by some ten thousand in
+2.7 billion), which over K = 20 moved MAYO-2 verification's count between 350k and 425k from
+run to run; over K = 200, three runs gave 359k-361k.
 
     scripts/arm64/run.sh --host python benchmarks/arm64_insns.py --plugin libinsncount.so \\
-        [--qemu /usr/bin/qemu-aarch64] [--alg MAYO-2 ...] [--sets neon,portable] [--k 20] \\
+        [--qemu /usr/bin/qemu-aarch64] [--alg MAYO-2 ...] [--sets neon,portable] [--k 200] \\
         [--peers counts.json] [--out FILE]
 
 Runs on the x86-64 host, as root, with the arm64 userland of scripts/arm64/userland.sh and the
@@ -104,7 +107,7 @@ def main() -> int:
                         help="the arm64 userland (set by scripts/arm64/run.sh)")
     parser.add_argument("--alg", action="append", help="parameter sets (default: every MAYO set and five McEliece sets)")
     parser.add_argument("--sets", default="neon,portable", help="MAYO kernel sets, comma-separated")
-    parser.add_argument("--k", type=int, default=20, help="extra operations in the second process")
+    parser.add_argument("--k", type=int, default=200, help="extra operations in the second process")
     parser.add_argument("--peers", help="figures of C implementations counted the same way (JSON)")
     parser.add_argument("--out", help="results file, SCHEME standing for mayo or mceliece "
                                       "(default benchmarks/results/arm64-insns-SCHEME-MACHINE-DATE.jsonl)")
