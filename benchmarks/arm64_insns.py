@@ -12,9 +12,9 @@ and loading kernels cancel. Python's cyclic garbage collector is off after the s
 process: when it runs depends on the whole process's allocation history, and with it on, a
 change outside an operation's path (a few lines of ``keyfile.py``) moved MAYO-2 verification's
 count by 10%. K is 200 by default: a process that runs operations after the set-up differs
-from the next by a few hundred thousand instructions to a million (the set-up alone, by some ten thousand in
-2.7 billion), which over K = 20 moved MAYO-2 verification's count between 350k and 425k from
-run to run; over K = 200, three runs gave 359k-361k.
+from the next by a few hundred thousand instructions to a million (the set-up alone, by some
+ten thousand in 2.7 billion), which over K = 20 moved MAYO-2 verification's count between 350k
+and 425k from run to run; over K = 200, three runs gave 359k-361k.
 
     scripts/arm64/run.sh --host python benchmarks/arm64_insns.py --plugin libinsncount.so \\
         [--qemu /usr/bin/qemu-aarch64] [--alg MAYO-2 ...] [--sets neon,portable] [--k 200] \\
