@@ -122,6 +122,7 @@ def main() -> int:
     algs = args.alg or [*MAYO, *MCELIECE]
     peers = json.loads(Path(args.peers).read_text()) if args.peers else {}
     rows: dict[str, list] = {"mayo": [], "mceliece": []}
+    start = dt.datetime.now(dt.timezone.utc)
     for alg in algs:
         scheme = _scheme(alg)
         for kernels in (args.sets.split(",") if scheme == "mayo" else [None]):
@@ -133,7 +134,8 @@ def main() -> int:
             print(json.dumps(rows[scheme][-1]), flush=True)
     sys.path.insert(0, str(HERE))
     from tables import machine
-    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    end = dt.datetime.now(dt.timezone.utc)
+    today = start.date().isoformat()
     host = machine()
     for scheme, measured in rows.items():
         if not measured:
@@ -143,7 +145,8 @@ def main() -> int:
                   for impl, data in peers.items()}
         theirs = {impl: ops for impl, ops in theirs.items() if ops}
         meta = {"comparison": f"arm64-insns-{scheme}", "machine": f"aarch64 under qemu-user on {host}",
-                "date": today, "unit": "guest instructions per operation; not timings", "better": "lower",
+                "date": today, "time_utc": f"{start:%H:%M}-{end:%H:%M}",
+                "unit": "guest instructions per operation; not timings", "better": "lower",
                 "command": "`scripts/arm64/run.sh --host python benchmarks/arm64_insns.py --plugin libinsncount.so "
                            + "".join(f"--alg {a} " for a in (args.alg or [])) + f"--sets {args.sets} --k {args.k}`",
                 "method": (f"processes under qemu-aarch64 with an instruction-counting TCG plugin: one runs the set-up and "
