@@ -49,7 +49,8 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     public_only = {getattr(products, n) for n in ("packed_row_starts", "place_rows")}
     public_only |= {getattr(verify, n) for n in ("evaluate_public_sized", "public_pairs", "public_pairs_nibbles",
                                                  "_public_pairs_any", "_public_pairs_checked", "_public_pairs",
-                                                 "_drain_buckets", "_times_x", "_nibbles_times_x", "_aligned_zeros", "verify_sized")}
+                                                 "_drain_buckets", "_times_x", "_nibbles_times_x", "_aligned_zeros", "verify_sized",
+                                                 "hash_target")}
     public_only |= {getattr(layout, n) for n in ("slots_to_bitsliced", "equals_nibbles", "encode_nibbles_into",
                                                  "keystream_to_slots")}
     inner = {getattr(solve, n) for n in ("_entry", "_lowest_bit", "_smear_down", "_gt_bit", "_transpose64",
@@ -62,7 +63,8 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
                     bk.verify_fresh_keys, bk.verify_fresh_keys_encoded, bk._element_inputs, bk._target,
                     bk.targets, shake.shake256_rows}
     inner |= {bk._put, bk.sign_chunk, bk.sign_chunk_encoded, bk.sign_fresh_keys, bk.sign_fresh_keys_encoded,
-              bk.public_keys_chunk, bk.public_keys_chunk_encoded, shake.keccak_f1600}
+              bk.public_keys_chunk, bk.public_keys_chunk_encoded, shake.keccak_f1600, shake._rotl,
+              shake._load64}
     modules = [gk, shake, *(importlib.import_module(f"{mk.__name__}.{m.name}") for m in pkgutil.iter_modules(mk.__path__)
                             if m.name != "encoded")]
     if len(sets.runnable()) > 1:     # the encoded sets' targets exist only where they compile
@@ -70,7 +72,8 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
         inner |= {gfni._times_x, gfni.scalar_matrix, shuffle._times_x, shuffle._table_words, gn._add_p1_times_oil,
                   gn.quadratic_pairs, gn.oil_forms, gfni.row_scratch}
         public_only |= {gn.evaluate_public, gn.verify, blocks.slot_words}     # a slot's size from the tuple's length
-        public_only |= {gn._public_slots}      # AES-128-CTR of the public seed, laid into slots
+        public_only |= {gn._public_slots, gn.expanded_public}   # AES-128-CTR of the public seed, laid out
+        inner |= {gn._seed_expansion}
     unclassified = _unclassified(modules, covered | public_only | inner)
     assert not unclassified, f"see secrets but are not trace-checked: {unclassified}"
 

@@ -60,14 +60,9 @@ def _hash_output(rng, p, size=None) -> bytes:
     return rng.integers(0, 256, size, dtype=np.uint8).tobytes()
 
 
-def _public_seed(rng, p) -> np.ndarray:
-    """seed_pk, the first part of SHAKE256(seed_sk) (public)."""
-    return rng.integers(0, 256, p.pk_seed_bytes, dtype=np.uint8)
-
-
-def _oil_bytes(rng, p) -> np.ndarray:
-    """Encode(O), the rest of SHAKE256(seed_sk) (secret)."""
-    return rng.integers(0, 256, p.O_bytes, dtype=np.uint8)
+def _secret_seed(rng, p) -> bytes:
+    """seed_sk, the compact secret key, as key generation and expansion hand it to a kernel."""
+    return rng.integers(0, 256, p.sk_seed_bytes, dtype=np.uint8).tobytes()
 
 
 def _signature_body(p) -> np.ndarray:
@@ -321,12 +316,12 @@ def _mayo_encoded_targets():
         def expand_secret(p, rng, fixed, forms=forms):
             return (slots(p, rng), _el(rng, p.v, p.o), p.zero_chunks, forms)
 
-        def from_seed(p, rng, fixed, forms=forms, width=width):  # key generation after its first hash
-            return (_public_seed(rng, p), _oil_bytes(rng, p), p.v, p.o, p.m_bytes, p.zero_chunks, forms, width,
-                    np.zeros(p.P3_bytes, np.uint8))
+        def from_seed(p, rng, fixed, forms=forms, width=width):  # key generation from the secret seed
+            return (_secret_seed(rng, p), p.v, p.o, p.m_bytes, p.zero_chunks, forms, width,
+                    np.zeros(p.cpk_bytes, np.uint8))
 
         def expand_from_seed(p, rng, fixed, forms=forms, width=width):
-            return (_public_seed(rng, p), _oil_bytes(rng, p), np.zeros((p.v, p.o), np.uint8), p.m_bytes, p.zero_chunks,
+            return (_secret_seed(rng, p), p.pk_seed_bytes, np.zeros((p.v, p.o), np.uint8), p.m_bytes, p.zero_chunks,
                     forms, width)
 
         def from_hashes(p, rng, fixed, forms=forms):    # one attempt from its hash outputs to the signature
@@ -366,13 +361,12 @@ def _mayo_encoded_targets():
         ]
         if width:                      # (without AES instructions the key is expanded by OpenSSL)
             found += [
-                Target(f"mayo-{name}-public-key-from-seed", f"key generation after SHAKE256(seed_sk) in one "
-                       f"call, {name} set: AES-128-CTR of the public seed, the products, the encoding (the oil "
-                       "bytes secret)", _k(gn, "public_key_from_seed"), from_seed, secret_args=("oil",), **algs),
-                Target(f"mayo-{name}-expand-secret-from-seed", f"secret-key expansion after SHAKE256(seed_sk) in "
-                       f"one call, {name} set: decoding O, AES-128-CTR of the public seed, L (the oil bytes "
-                       "secret)", _k(gn, "expand_secret_from_seed"), expand_from_seed, secret_args=("oil",),
-                       **algs),
+                Target(f"mayo-{name}-public-key-from-seed", f"key generation in one call, {name} set: "
+                       "SHAKE256(seed_sk), AES-128-CTR of the seed it gives, the products, the encoding (seed_sk "
+                       "secret)", _k(gn, "public_key_from_seed"), from_seed, secret_args=("seed_sk",), **algs),
+                Target(f"mayo-{name}-expand-secret-from-seed", f"secret-key expansion in one call, {name} set: "
+                       "SHAKE256(seed_sk), decoding O, AES-128-CTR of the seed it gives, L (seed_sk secret)",
+                       _k(gn, "expand_secret_from_seed"), expand_from_seed, secret_args=("seed_sk",), **algs),
             ]
     return found
 
@@ -387,7 +381,7 @@ def _batch_hash_targets():
 
     def shake256(p, rng, fixed):           # SHAKE256 of a secret input (a seed, say) over two blocks
         return (rng.integers(0, 256, 200, dtype=np.uint8), np.zeros(p.salt_bytes + 150, np.uint8),
-                np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64))
+                np.zeros(25, np.uint64))
 
     def hashes(p, rng, fixed):             # three elements, the last under a second key: seeds and rand secret
         lengths = _SHARED.integers(0, 300, count)

@@ -153,16 +153,10 @@ def seed_expansion(params: MayoParams, seed_sk: bytes):
     return s[:params.pk_seed_bytes], s[params.pk_seed_bytes:]
 
 
-def seed_expansion_arrays(params: MayoParams, seed_sk: bytes):
-    """``seed_expansion`` as read-only uint8 views, as the compiled kernels take them."""
-    s = np.frombuffer(shake256(seed_sk, params.pk_seed_bytes + params.O_bytes), np.uint8)
-    return s[:params.pk_seed_bytes], s[params.pk_seed_bytes:]
-
-
 FROM_SEED = sets.ENCODED and sets.AES_WIDTH > 0
-"""Whether key generation, secret-key expansion and verification under a compact key run after
-their hashes in one compiled call each, AES-128-CTR included (an encoded kernel set on a CPU
-with AES instructions)."""
+"""Whether key generation, secret-key expansion and verification under a compact key run in one
+compiled call each, SHAKE256 and AES-128-CTR included (an encoded kernel set on a CPU with AES
+instructions)."""
 
 
 def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
@@ -174,12 +168,12 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
 @compiling("keygen")
 def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
+    if FROM_SEED:                   # all of key generation in one compiled call, the hash included
+        cpk = np.empty(params.cpk_bytes, np.uint8)
+        encoded_set.public_key_from_seed(seed_sk, params.v, params.o, params.m_bytes, params.zero_chunks, sets.FORMS,
+                                         aes_width(), cpk)
+        return cpk.tobytes()
     encoded = np.empty(params.P3_bytes, np.uint8)
-    if FROM_SEED:                   # the rest of key generation in one compiled call
-        seed_pk, oil = seed_expansion_arrays(params, seed_sk)
-        encoded_set.public_key_from_seed(seed_pk, oil, params.v, params.o, params.m_bytes, params.zero_chunks,
-                                         sets.FORMS, aes_width(), encoded)
-        return seed_pk.tobytes() + encoded.tobytes()
     seed_pk, o_bytes = seed_expansion(params, seed_sk)
     if sets.ENCODED:                 # O's elements straight from its encoding, inside the kernel
         encoded_set.public_key_from_slots(public_slots(params, seed_pk), np.frombuffer(o_bytes, np.uint8),
@@ -218,11 +212,10 @@ def public_slots(params: MayoParams, seed_pk: bytes) -> np.ndarray:
 
 @compiling("secret-key expansion")
 def expand_sk(params: MayoParams, csk: bytes) -> ExpandedSecretKey:
-    if FROM_SEED:                   # all of it after the first hash in one compiled call
+    if FROM_SEED:                   # all of it in one compiled call, the hash included
         O = np.empty((params.v, params.o), np.uint8)
-        seed_pk, oil = seed_expansion_arrays(params, csk)
-        slots = encoded_set.expand_secret_from_seed(seed_pk, oil, O, params.m_bytes, params.zero_chunks, sets.FORMS,
-                                                    aes_width())
+        slots = encoded_set.expand_secret_from_seed(csk, params.pk_seed_bytes, O, params.m_bytes, params.zero_chunks,
+                                                    sets.FORMS, aes_width())
         return ExpandedSecretKey(csk, O, slots=slots)
     seed_pk, o_bytes = seed_expansion(params, csk)
     O = decode_oil(params, o_bytes)
@@ -335,20 +328,20 @@ _COUNTERS = [bytes([ctr]) for ctr in range(256)]
 
 def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -> bool:
     """True when P*(s) = t (the specification's MAYO.Verify). ``sig`` must have sig_bytes bytes."""
-    t = _target(params, msg, sig)
     if sets.ENCODED:
-        return _verify_on_encoding(params, sig, t, epk.encoded, _NO_SEED)
+        return _verify_on_encoding(params, sig, msg, epk.encoded, b"")
+    t = _target(params, msg, sig)
     P, encoded = epk.for_verification()
     return (_verify_encoded if encoded else _verify_bitsliced)(params, sig, t, P)
 
 
 def verify_compact(params: MayoParams, cpk: bytes, msg: bytes, sig: bytes) -> bool:
-    """``verify`` under the compact key ``cpk``: where ``FROM_SEED``, P1 || P2 are made inside the
-    compiled verification (one call, no expanded key object); elsewhere by ``expand_pk``."""
+    """``verify`` under the compact key ``cpk``: where ``FROM_SEED``, P3 is copied and P1 || P2
+    made inside the compiled verification (one call, no expanded key object); elsewhere by
+    ``expand_pk``."""
     if not FROM_SEED:
         return verify(params, expand_pk(params, cpk), msg, sig)
-    seed_pk = np.frombuffer(cpk, np.uint8, params.pk_seed_bytes)
-    return _verify_on_encoding(params, sig, _target(params, msg, sig), _with_p3(params, cpk), seed_pk)
+    return _verify_on_encoding(params, sig, msg, _NO_KEY, cpk)
 
 
 def _target(params: MayoParams, msg: bytes, sig: bytes) -> bytes:
@@ -357,17 +350,19 @@ def _target(params: MayoParams, msg: bytes, sig: bytes) -> bytes:
     return shake256(shake256(msg, params.digest_bytes) + salt, params.m_bytes)
 
 
-_NO_SEED = np.frombuffer(b"", np.uint8)
-"""The seed argument of the encoded verification for an expanded key: none to expand."""
+_NO_KEY = np.empty(0, np.uint8)
+"""The expanded-key argument of the encoded verification under a compact key: made inside."""
 
 
 # P*(s) = t, from the signature's and t's bytes in one compiled call each, compiled for the
-# parameter set's vector size and the key's form only (with an encoded set always from the encoding)
+# parameter set's vector size and the key's form only (with an encoded set from the message, the
+# signature and the key's bytes, the hashes included)
 
 @compiling("verify")
-def _verify_on_encoding(params: MayoParams, sig, t, epk, seed_pk) -> bool:
-    return bool(encoded_set.verify(sig, t, epk, seed_pk, params.k, params.n, params.v, params.zero_chunks, sets.FORMS,
-                                   params.f_tail_array, aes_width(), kernels.verify_units()))
+def _verify_on_encoding(params: MayoParams, sig: bytes, msg: bytes, epk: np.ndarray, cpk: bytes) -> bool:
+    return bool(encoded_set.verify(sig, msg, epk, cpk, params.k, params.n, params.v, params.m_bytes,
+                                   params.digest_bytes, params.zero_chunks, sets.FORMS, params.f_tail_array,
+                                   aes_width(), kernels.verify_units()))
 
 
 @compiling("verify")

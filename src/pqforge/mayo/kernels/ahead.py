@@ -53,7 +53,7 @@ SIGN_FROM_HASHES = {
 }
 """One signing attempt from its hash outputs to the encoded signature (``sign_from_hashes``)."""
 VERIFY = {
-    **{name: {chunks: Ahead(encoded.verify, (_bytes, _bytes, _u8[1], _ro[1], _int, _int, _int,
+    **{name: {chunks: Ahead(encoded.verify, (_bytes, _bytes, _u8[1], _bytes, _int, _int, _int, _int, _int,
                                              types.UniTuple(_int, chunks), forms, _tail, _aes[name], _addresses))
               for chunks in _CHUNKS} for name, forms in _FORMS.items()},
     "portable": {limbs: Ahead(verify.verify_sized, (_bytes, _bytes, _u64[2], _int, _int, types.UniTuple(_int, limbs),

@@ -21,7 +21,7 @@ from . import encoded as encoded_set
 from .expansion import expand_secret_from_stream, public_key_from_stream
 from .products import place_rows
 from .sign import assemble_signature, sign_attempt
-from .verify import evaluate_public_sized
+from .verify import evaluate_public_sized, hash_target
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
@@ -65,20 +65,20 @@ def signing_hashes(data, offsets, rand, seeds, key_of, digest_bytes, salts, T, V
     buf = np.zeros(d + max(rand_bytes, salt_bytes) + seed_bytes + 1, np.uint8)
     t_bytes = np.zeros((T.shape[1] + 1) // 2, np.uint8)
     vr = np.zeros(k * v_bytes + (R.shape[1] + 1) // 2, np.uint8)
-    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    A = np.zeros(25, np.uint64)
     for b in range(T.shape[0]):
         seed = seeds[key_of[b]]
-        shake256_into(data[offsets[b]:offsets[b + 1]], buf[:d], A, B, C)
+        shake256_into(data[offsets[b]:offsets[b + 1]], buf[:d], A)
         _put(buf, d, rand[b])
         _put(buf, d + rand_bytes, seed)
-        shake256_into(buf[:d + rand_bytes + seed_bytes], salts[b], A, B, C)
+        shake256_into(buf[:d + rand_bytes + seed_bytes], salts[b], A)
         _put(buf, d, salts[b])
-        shake256_into(buf[:d + salt_bytes], t_bytes, A, B, C)
+        shake256_into(buf[:d + salt_bytes], t_bytes, A)
         for e in range(T.shape[1]):
             T[b, e] = (t_bytes[e >> 1] >> (4 * (e & 1))) & 15
         _put(buf, d + salt_bytes, seed)
         buf[d + salt_bytes + seed_bytes] = 0
-        shake256_into(buf[:d + salt_bytes + seed_bytes + 1], vr, A, B, C)
+        shake256_into(buf[:d + salt_bytes + seed_bytes + 1], vr, A)
         for i in range(k):
             for j in range(v):
                 V[b, i, j] = (vr[i * v_bytes + (j >> 1)] >> (4 * (j & 1))) & 15
@@ -87,13 +87,10 @@ def signing_hashes(data, offsets, rand, seeds, key_of, digest_bytes, salts, T, V
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
-def _target(message, salt, hashed, t_bytes, t, A, B, C):
-    """t = Decode(SHAKE256(SHAKE256(message) || salt)); ``hashed`` holds digest || salt, A, B, C
-    are Keccak scratch. Public data only (verification)."""
-    d = hashed.shape[0] - salt.shape[0]
-    shake256_into(message, hashed[:d], A, B, C)
-    _put(hashed, d, salt)
-    shake256_into(hashed, t_bytes, A, B, C)
+def _target(message, salt, hashed, t_bytes, t, A):
+    """t = Decode(SHAKE256(SHAKE256(message) || salt)); ``hashed`` holds digest || salt, A is
+    Keccak's state. Public data only (verification)."""
+    hash_target(message, salt, hashed, t_bytes, A)
     for e in range(t.shape[0]):
         t[e] = (t_bytes[e >> 1] >> (4 * (e & 1))) & 15
 
@@ -105,29 +102,30 @@ def targets(data, offsets, salts, digest_bytes, T):
     Public data only (verification). Runs without the GIL.
     """
     hashed, t_bytes = np.empty(digest_bytes + salts.shape[1], np.uint8), np.empty((T.shape[1] + 1) // 2, np.uint8)
-    A, B, C = np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64)
+    A = np.zeros(25, np.uint64)
     for b in range(T.shape[0]):
-        _target(data[offsets[b]:offsets[b + 1]], salts[b], hashed, t_bytes, T[b], A, B, C)
+        _target(data[offsets[b]:offsets[b + 1]], salts[b], hashed, t_bytes, T[b], A)
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
-def _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C):
+def _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A):
     """t and s of element b: the target of the message data[offsets[b]:offsets[b+1]] and the salt
     at the end of signature sigs[b] (``_target``), and s (k, n) decoded from the signature's body."""
     k, n = s.shape
     salt_bytes = sigs.shape[1] - (k * n + 1) // 2
-    _target(data[offsets[b]:offsets[b + 1]], sigs[b, sigs.shape[1] - salt_bytes:], hashed, t_bytes, t, A, B, C)
+    _target(data[offsets[b]:offsets[b + 1]], sigs[b, sigs.shape[1] - salt_bytes:], hashed, t_bytes, t, A)
     for e in range(k * n):
         s[e // n, e % n] = (sigs[b, e >> 1] >> (4 * (e & 1))) & 15
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
 def _element_scratch(sigs, k, n, m, digest_bytes):
-    """The buffers of ``_element_inputs`` and the evaluation: hashed, t_bytes, t, s, y, A, B, C."""
+    """The buffers of ``_element_inputs`` and the evaluation: hashed, t_bytes, t, s, y, and A
+    (Keccak's state)."""
     salt_bytes = sigs.shape[1] - (k * n + 1) // 2
     return (np.empty(digest_bytes + salt_bytes, np.uint8), np.empty((m + 1) // 2, np.uint8),
             np.empty(m, np.uint8), np.empty((k, n), np.uint8), np.zeros(m, np.uint8),
-            np.zeros(25, np.uint64), np.zeros(25, np.uint64), np.zeros(5, np.uint64))
+            np.zeros(25, np.uint64))
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
@@ -139,9 +137,9 @@ def verify_chunk(P, limbs, nibbles, data, offsets, sigs, f_tail, k, n, m, digest
 
     Public data only (verification). Runs without the GIL.
     """
-    hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
+    hashed, t_bytes, t, s, y, A = _element_scratch(sigs, k, n, m, digest_bytes)
     for b in range(sigs.shape[0]):
-        _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
+        _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A)
         out[b] = verdict(s, P, limbs, nibbles, f_tail, t, y, units)
 
 
@@ -152,9 +150,9 @@ def verify_chunk_encoded(epk, v, chunks, like, data, offsets, sigs, f_tail, k, n
 
     Public data only (verification). Runs without the GIL.
     """
-    hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
+    hashed, t_bytes, t, s, y, A = _element_scratch(sigs, k, n, m, digest_bytes)
     for b in range(sigs.shape[0]):
-        _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
+        _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A)
         encoded_set.evaluate_public(s, epk, v, chunks, like, f_tail, y, units)
         out[b] = _equal(y, t)
 
@@ -170,12 +168,12 @@ def verify_fresh_keys(P12, P3, to_p12, to_p3, first, data, offsets, sigs, f_tail
 
     Public data only (verification). Runs without the GIL.
     """
-    hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
+    hashed, t_bytes, t, s, y, A = _element_scratch(sigs, k, n, m, digest_bytes)
     for q in range(P12.shape[0]):
         place_rows(slot_bytes, to_p12, P12[q])
         place_rows(slot_bytes, to_p3, P3[q])
         for b in range(first[q], first[q + 1]):
-            _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
+            _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A)
             out[b] = verdict(s, slots, limbs, (0,), f_tail, t, y, units)
 
 
@@ -187,10 +185,10 @@ def verify_fresh_keys_encoded(epks, v, chunks, like, first, data, offsets, sigs,
 
     Public data only (verification). Runs without the GIL.
     """
-    hashed, t_bytes, t, s, y, A, B, C = _element_scratch(sigs, k, n, m, digest_bytes)
+    hashed, t_bytes, t, s, y, A = _element_scratch(sigs, k, n, m, digest_bytes)
     for q in range(epks.shape[0]):
         for b in range(first[q], first[q + 1]):
-            _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A, B, C)
+            _element_inputs(data, offsets, sigs, b, hashed, t_bytes, t, s, A)
             encoded_set.evaluate_public(s, epks[q], v, chunks, like, f_tail, y, units)
             out[b] = _equal(y, t)
 

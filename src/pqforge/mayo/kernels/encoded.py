@@ -30,8 +30,10 @@ from ...gf16.blocks import slot_words
 from ...gf16.gfni import matrix_forms, row_accumulate, row_flush, row_scratch
 from ...aes import keystream
 from ...jit.cache import JIT_CACHE
+from ...shake import shake256_into
 from .layout import decode_nibbles_into, equals_nibbles, rows_to_slots, slots_to_bitsliced, unbitslice_into
 from .sign import attempt_inputs, encode_signature, whip_and_solve
+from .verify import hash_target
 from .whipping import whip_unit
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
@@ -128,22 +130,39 @@ def _public_slots(seed_pk, v, o, m_bytes, chunks, width):
     return slots
 
 
+@nb.njit(**_JIT, inline="always")
+def _seed_expansion(seed_sk, seed_bytes, oil_bytes):
+    """seed_pk || oil = SHAKE256(seed_sk) (``seed_sk``: bytes), as two uint8 arrays: the public
+    seed and O's encoding. Secret: seed_sk and oil."""
+    s = np.empty(seed_bytes + oil_bytes, np.uint8)
+    shake256_into(np.frombuffer(seed_sk, np.uint8), s, np.empty(25, np.uint64))
+    return s[:seed_bytes], s[seed_bytes:]
+
+
 @nb.njit(**_JIT)
-def public_key_from_seed(seed_pk, oil, v, o, m_bytes, chunks, like, width, out):
-    """Key generation after its first hash, SHAKE256(seed_sk) = seed_pk || ``oil`` (O's encoding),
-    in one compiled call: P1 || P2 from AES-128-CTR(seed_pk) (``_public_slots``), then
-    ``public_key_from_slots`` into ``out``. Secret: oil and all that is made from it; seed_pk
-    and P1 || P2 are public."""
+def public_key_from_seed(seed_sk, v, o, m_bytes, chunks, like, width, cpk):
+    """Key generation from the secret seed in one compiled call: seed_pk || oil = SHAKE256(seed_sk)
+    (oil: O's encoding), P1 || P2 from AES-128-CTR(seed_pk) (``_public_slots``), and
+    cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) written into ``cpk`` (uint8, the compact
+    key's length; ``public_key_from_slots``). Secret: seed_sk, oil and all that is made from it
+    but seed_pk and P1 || P2."""
+    p3 = o * (o + 1) // 2 * m_bytes
+    seed_bytes = len(cpk) - p3
+    seed_pk, oil = _seed_expansion(seed_sk, seed_bytes, (v * o + 1) // 2)
+    for i in range(seed_bytes):
+        cpk[i] = seed_pk[i]
     slots = _public_slots(seed_pk, v, o, m_bytes, chunks, width)
-    public_key_from_slots(slots, oil, v, o, chunks, like, out)
+    public_key_from_slots(slots, oil, v, o, chunks, like, cpk[seed_bytes:])
 
 
 @nb.njit(**_JIT)
-def expand_secret_from_seed(seed_pk, oil, O, m_bytes, chunks, like, width):
-    """Secret-key expansion after its first hash, SHAKE256(seed_sk) = seed_pk || ``oil``, in one
-    compiled call: O (v, o) decoded from oil, P1 || P2 from AES-128-CTR(seed_pk), and P1 || L
-    (L = (P1 + P1^T) O + P2) returned in their slots. Secret: oil, O and L."""
+def expand_secret_from_seed(seed_sk, seed_bytes, O, m_bytes, chunks, like, width):
+    """Secret-key expansion from the secret seed in one compiled call: seed_pk || oil =
+    SHAKE256(seed_sk) (``seed_bytes``: seed_pk's length), O (v, o) decoded from oil, P1 || P2 from
+    AES-128-CTR(seed_pk), and P1 || L (L = (P1 + P1^T) O + P2) returned in their slots. Secret:
+    seed_sk, oil, O and L."""
     v, o = O.shape
+    seed_pk, oil = _seed_expansion(seed_sk, seed_bytes, (v * o + 1) // 2)
     decode_nibbles_into(oil, O)
     slots = _public_slots(seed_pk, v, o, m_bytes, chunks, width)
     expand_secret_slots(slots, O, chunks, like)
@@ -266,16 +285,38 @@ def evaluate_public(S, epk, v, chunks, like, f_tail, y, units):
 
 
 @nb.njit(**_JIT)
-def verify(sig, t, epk, seed_pk, k, n, v, chunks, like, f_tail, width, units):
-    """Whether P*(s) = t for the signature's s (its first k n elements) and the nibble string
-    ``t`` (m/2 bytes): the byte boundary of one verification and ``evaluate_public``, in one
-    compiled call. With a 16-byte ``seed_pk`` (a compact key) P1 || P2 = AES-128-CTR(seed_pk),
-    ``width`` blocks an instruction, are written into ``epk`` first (which holds P3 and the
-    spare bytes); with an empty one ``epk`` is the whole expanded key. Public data only."""
-    if len(seed_pk):
-        keystream(epk[:(v * (v + 1) // 2 + v * (n - v)) * len(t)], seed_pk, width)
+def verify(sig, msg, epk, cpk, k, n, v, m_bytes, digest_bytes, chunks, like, f_tail, width, units):
+    """Whether P*(s) = t for the signature's s (its first k n elements) and the target
+    t = SHAKE256(SHAKE256(msg) || salt) (m_bytes bytes; the salt ends ``sig``): one verification
+    from its bytes, in one compiled call. With a compact key ``cpk`` (seed_pk || P3) the expanded
+    key is made here (``expanded_public``; ``epk`` is not read); with an empty one ``epk`` is the
+    expanded key with its spare bytes. Public data only."""
+    if len(cpk):
+        epk = expanded_public(np.frombuffer(cpk, np.uint8), n, v, m_bytes, chunks, width)
+    signature = np.frombuffer(sig, np.uint8)     # arrays, not bytes: numba indexes bytes one at a time
+    salt_at = (k * n + 1) // 2
+    t, hashed = np.empty(m_bytes, np.uint8), np.empty(digest_bytes + len(sig) - salt_at, np.uint8)
+    hash_target(np.frombuffer(msg, np.uint8), signature[salt_at:], hashed, t, np.empty(25, np.uint64))
     S = np.empty((k, n), np.uint8)
-    decode_nibbles_into(sig, S)
-    y = np.zeros(2 * len(t), np.uint8)
+    decode_nibbles_into(signature, S)
+    y = np.zeros(2 * m_bytes, np.uint8)
     evaluate_public(S, epk, v, chunks, like, f_tail, y, units)
     return equals_nibbles(y, t)
+
+
+@nb.njit(**_JIT, inline="always")
+def expanded_public(cpk, n, v, m_bytes, chunks, width):
+    """The expanded public key P1 || P2 || P3 with its spare zero bytes (as ``verify`` reads it)
+    from the compact key seed_pk || P3 (a uint8 array): P3 copied, P1 || P2 = AES-128-CTR(seed_pk),
+    ``width`` blocks an instruction. Public data only."""
+    o = n - v
+    p12, p3 = (v * (v + 1) // 2 + v * o) * m_bytes, o * (o + 1) // 2 * m_bytes
+    seed_bytes = len(cpk) - p3
+    epk = np.empty(p12 + p3 + 8 * slot_words(chunks) + 16, np.uint8)
+    spare, P3, given = epk[p12 + p3:], epk[p12:p12 + p3], cpk[seed_bytes:]
+    for i in range(p3):             # (from offset 0 of each: a loop LLVM vectorises)
+        P3[i] = given[i]
+    for i in range(spare.shape[0]):
+        spare[i] = 0
+    keystream(epk[:p12], cpk[:seed_bytes], width)
+    return epk

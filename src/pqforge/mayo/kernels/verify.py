@@ -8,10 +8,22 @@ import numpy as np
 from ...gf16.kernels import planes_times_x, xor_block
 from ...jit.cache import JIT_CACHE
 from ...jit.units import addresses
+from ...shake import shake256_into
 from .layout import decode_nibbles_into, equals_nibbles, slots_to_bitsliced, unbitslice_into
 from .whipping import WHIP, whip_unit
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)  # nogil: batches run kernels on several threads
+
+
+@nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
+def hash_target(message, salt, hashed, t_bytes, A):
+    """t_bytes = SHAKE256(SHAKE256(message) || salt), the target's encoding; ``hashed`` holds
+    digest || salt, A is Keccak's state (scratch). Public data only."""
+    d = hashed.shape[0] - salt.shape[0]
+    shake256_into(message, hashed[:d], A)
+    for i in range(salt.shape[0]):
+        hashed[d + i] = salt[i]
+    shake256_into(hashed, t_bytes, A)
 
 
 @nb.njit(**_JIT)
