@@ -55,14 +55,15 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
                                                  "keystream_to_slots")}
     inner = {getattr(solve, n) for n in ("_entry", "_lowest_bit", "_smear_down", "_gt_bit", "_transpose64",
                                          "sample_solution_bitsliced", "_echelon_form", "_row_update")}
-    inner |= {getattr(mk.sign, n) for n in ("attempt_inputs", "encode_signature")}     # in sign_from_hashes
+    inner |= {getattr(mk.sign, n) for n in ("attempt_inputs", "encode_signature", "salt_and_target")}  # in signing
+    inner |= {layout.put}
     inner |= {getattr(products, n) for n in ("_bit_masks", "_combine", "_mul_transposed_core")}
     inner |= {layout.bitslice_into, whipping._shift_xor, whipping.whip_bitsliced, mk.whip_and_solve, gk.planes_times_x}
     # the batch loops: public-data verification, and compositions of registered kernels
     public_only |= {bk.verdict, bk._equal, bk._element_scratch, bk.verify_chunk, bk.verify_chunk_encoded,
                     bk.verify_fresh_keys, bk.verify_fresh_keys_encoded, bk._element_inputs, bk._target,
                     bk.targets, shake.shake256_rows}
-    inner |= {bk._put, bk.sign_chunk, bk.sign_chunk_encoded, bk.sign_fresh_keys, bk.sign_fresh_keys_encoded,
+    inner |= {bk.sign_chunk, bk.sign_chunk_encoded, bk.sign_fresh_keys, bk.sign_fresh_keys_encoded,
               bk.public_keys_chunk, bk.public_keys_chunk_encoded, shake.keccak_f1600, shake._rotl,
               shake._load64}
     modules = [gk, shake, *(importlib.import_module(f"{mk.__name__}.{m.name}") for m in pkgutil.iter_modules(mk.__path__)

@@ -324,9 +324,10 @@ def _mayo_encoded_targets():
             return (_secret_seed(rng, p), p.pk_seed_bytes, np.zeros((p.v, p.o), np.uint8), p.m_bytes, p.zero_chunks,
                     forms, width)
 
-        def from_hashes(p, rng, fixed, forms=forms):    # one attempt from its hash outputs to the signature
-            return (_hash_output(rng, p), _hash_output(rng, p, p.m_bytes), slots(p, rng), _el(rng, p.v, p.o), p.k,
-                    np.array(p.f_tail, np.int64), p.zero_chunks, forms, units(), _signature_body(p))
+        def whole_sign(p, rng, fixed, forms=forms):     # signing from the message's, R's and the seed's bytes
+            return (b"message", _hash_output(rng, p, p.salt_bytes), _secret_seed(rng, p), slots(p, rng),
+                    _el(rng, p.v, p.o), p.k, p.digest_bytes, p.m_bytes, np.array(p.f_tail, np.int64), p.zero_chunks,
+                    forms, units(), np.zeros(p.sig_bytes, np.uint8))
 
         def products(p, rng, fixed, forms=forms):       # signing's products: V, P1 and L secret
             return (_el(rng, p.k, p.v), slots(p, rng), p.o, p.zero_chunks, forms,
@@ -343,10 +344,9 @@ def _mayo_encoded_targets():
             Target(f"mayo-{name}-sign-attempt", f"one whole signing attempt from P1 || L on the encoding, {name} set "
                    "(all inputs secret)", _k(gn, "sign_attempt"), attempt, secret_args=("V", "r", "slots", "t"),
                    declassified=(RANK_BIT,), **algs),
-            Target(f"mayo-{name}-sign-from-hashes", f"one signing attempt from its hash outputs on the encoding, "
-                   f"{name} set: decoding, the attempt, the signature's encoding (all inputs secret but t)",
-                   _k(gn, "sign_from_hashes"), from_hashes, secret_args=("vr", "slots", "O"),
-                   declassified=(RANK_BIT,), **algs),
+            Target(f"mayo-{name}-sign", f"signing in one call on the encoding, {name} set: the hashes, the "
+                   "attempts, the signature's encoding (R, seed_sk, P1 || L and O secret)", _k(gn, "sign"), whole_sign,
+                   secret_args=("rand", "seed_sk", "slots", "O"), declassified=(RANK_BIT,), **algs),
             Target(f"mayo-{name}-sign-products", f"v_i^T L and v_i^T P1 v_j on the encoding, {name} set (V, P1, L "
                    "secret)", _k(gn, "sign_products"), products, secret_args=("V", "slots"), **algs),
             Target(f"gf16-{name}-{form_of[0]}", f"{form_of[1]} of a matrix of scalars, as of O in key generation (B "

@@ -297,27 +297,30 @@ def public_entry_places(params: MayoParams):
 
 @compiling("sign")
 def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
-    """The signature encode(s) || salt of ``msg`` (the specification's MAYO.Sign): the hashes
-    here, each attempt (decoding V, r and t, the products, the whipped system, the solution,
-    and the signature's encoding on success) in one compiled call."""
+    """The signature encode(s) || salt of ``msg`` (the specification's MAYO.Sign). With P1 || L
+    in their encoding, all of it after drawing R in one compiled call (``encoded.sign``, the
+    hashes included); otherwise the hashes here and each attempt (decoding V, r and t, the
+    products, the whipped system, the solution, and the signature's encoding on success) in one
+    compiled call."""
     k = params.k
+    rand = rng(params.salt_bytes)
+    if sets.ENCODED and esk.slots is not None:
+        sig = np.empty(params.sig_bytes, np.uint8)
+        if encoded_set.sign(msg, rand, esk.seed_sk, esk.slots, esk.O, k, params.digest_bytes, params.m_bytes,
+                            params.f_tail_array, params.zero_chunks, sets.FORMS, kernels.units(), sig):
+            return sig.tobytes()
+        raise InvalidKey(NO_FULL_RANK)
     digest = shake256(msg, params.digest_bytes)
-    salt = shake256(digest + rng(params.salt_bytes) + esk.seed_sk, params.salt_bytes)
+    salt = shake256(digest + rand + esk.seed_sk, params.salt_bytes)
     t_bytes = shake256(digest + salt, params.m_bytes)             # t = Decode_vec(m, SHAKE256(M_digest || salt))
     prefix = digest + salt + esk.seed_sk
     vr_bytes = k * params.v_bytes + params.r_bytes
     f_tail, units = params.f_tail_array, kernels.units()
     sig = np.empty(params.sig_bytes - params.salt_bytes, np.uint8)
-    encoded = sets.ENCODED and esk.slots is not None
     for ctr in _COUNTERS:
         # V = SHAKE256(M_digest || salt || seed_sk || ctr): the vinegar vectors, then r
         vr = shake256(prefix + ctr, vr_bytes)
-        if encoded:
-            full_rank = encoded_set.sign_from_hashes(vr, t_bytes, esk.slots, esk.O, k, f_tail, params.zero_chunks,
-                                                     sets.FORMS, units, sig)
-        else:
-            full_rank = kernels.sign_from_hashes(vr, t_bytes, esk.P1, esk.L, esk.O, k, f_tail, units, sig)
-        if full_rank:
+        if kernels.sign_from_hashes(vr, t_bytes, esk.P1, esk.L, esk.O, k, f_tail, units, sig):
             return sig.tobytes() + salt
     # for a key made by key generation the probability is far below 2^-256
     raise InvalidKey(NO_FULL_RANK)

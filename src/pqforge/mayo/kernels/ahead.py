@@ -44,14 +44,16 @@ _LIMBS = sorted({p.limbs for p in ROUND2})                  # the portable kerne
 _CHUNKS = sorted({len(p.zero_chunks) for p in ROUND2})      # the encoded kernels' sizes
 _FORMS = {name: typeof(sets.forms_of(name)) for name in sets.NAMES if name != "portable"}   # of ``sets.FORMS``
 _aes = {name: typeof((0,) * sets.aes_width(name, sets.cpu_features())) for name in _FORMS}   # of ``aes_width()``
-SIGN_FROM_HASHES = {
-    **{name: {chunks: Ahead(encoded.sign_from_hashes, (_bytes, _bytes, _u64[1], _u8[2], _int, _tail,
-                                                       types.UniTuple(_int, chunks), forms, _addresses, _u8[1]))
+SIGN = {
+    **{name: {chunks: Ahead(encoded.sign, (_bytes, _bytes, _bytes, _u64[1], _u8[2], _int, _int, _int, _tail,
+                                           types.UniTuple(_int, chunks), forms, _addresses, _u8[1]))
               for chunks in _CHUNKS} for name, forms in _FORMS.items()},
     "portable": dict.fromkeys(_LIMBS, Ahead(sign.sign_from_hashes, (_bytes, _bytes, _u64[2], _u64[3], _u8[2], _int,
                                                                      _tail, _addresses, _u8[1]))),
 }
-"""One signing attempt from its hash outputs to the encoded signature (``sign_from_hashes``)."""
+"""Signing's compiled call: with an encoded set all of it after drawing R (``encoded.sign``),
+with the portable set one attempt from its hash outputs to the encoded signature
+(``sign_from_hashes``)."""
 VERIFY = {
     **{name: {chunks: Ahead(encoded.verify, (_bytes, _bytes, _u8[1], _bytes, _int, _int, _int, _int, _int,
                                              types.UniTuple(_int, chunks), forms, _tail, _aes[name], _addresses))
@@ -93,7 +95,7 @@ def _size(p: MayoParams) -> int:
 
 def signing(p: MayoParams) -> tuple:
     """Signing's kernels for p, the largest first (the solver, the whip: ``sign.units()``)."""
-    return solve.SOLVE, whipping.WHIP, SIGN_FROM_HASHES[sets.NAME][_size(p)]
+    return solve.SOLVE, whipping.WHIP, SIGN[sets.NAME][_size(p)]
 
 
 def verifying(p: MayoParams) -> tuple:

@@ -20,7 +20,7 @@ from ...shake import shake256_into
 from . import encoded as encoded_set
 from .expansion import expand_secret_from_stream, public_key_from_stream
 from .products import place_rows
-from .sign import assemble_signature, sign_attempt
+from .sign import assemble_signature, salt_and_target, sign_attempt
 from .verify import evaluate_public_sized, hash_target
 
 
@@ -38,14 +38,6 @@ def verdict(s, P, limbs, nibbles, f_tail, t, y, units) -> bool:
     compiled type: see ``evaluate_public_sized``). Public data only: the verdict is public."""
     evaluate_public_sized(s, P, limbs, nibbles, f_tail, y, units)
     return _equal(y, t)
-
-
-@nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
-def _put(dst, at, src):
-    """dst[at:at + len(src)] = src, element by element: a slice assignment between arrays compiles
-    numba's shape-mismatch message, seconds of a first use. Secret-safe (public positions)."""
-    for i in range(src.shape[0]):
-        dst[at + i] = src[i]
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE)
@@ -67,16 +59,9 @@ def signing_hashes(data, offsets, rand, seeds, key_of, digest_bytes, salts, T, V
     vr = np.zeros(k * v_bytes + (R.shape[1] + 1) // 2, np.uint8)
     A = np.zeros(25, np.uint64)
     for b in range(T.shape[0]):
-        seed = seeds[key_of[b]]
-        shake256_into(data[offsets[b]:offsets[b + 1]], buf[:d], A)
-        _put(buf, d, rand[b])
-        _put(buf, d + rand_bytes, seed)
-        shake256_into(buf[:d + rand_bytes + seed_bytes], salts[b], A)
-        _put(buf, d, salts[b])
-        shake256_into(buf[:d + salt_bytes], t_bytes, A)
+        salt_and_target(data[offsets[b]:offsets[b + 1]], rand[b], seeds[key_of[b]], d, buf, salts[b], t_bytes, A)
         for e in range(T.shape[1]):
             T[b, e] = (t_bytes[e >> 1] >> (4 * (e & 1))) & 15
-        _put(buf, d + salt_bytes, seed)
         buf[d + salt_bytes + seed_bytes] = 0
         shake256_into(buf[:d + salt_bytes + seed_bytes + 1], vr, A)
         for i in range(k):

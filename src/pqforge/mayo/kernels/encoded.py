@@ -32,7 +32,7 @@ from ...aes import keystream
 from ...jit.cache import JIT_CACHE
 from ...shake import shake256_into
 from .layout import decode_nibbles_into, equals_nibbles, rows_to_slots, slots_to_bitsliced, unbitslice_into
-from .sign import attempt_inputs, encode_signature, whip_and_solve
+from .sign import attempt_inputs, encode_signature, salt_and_target, whip_and_solve
 from .verify import hash_target
 from .whipping import whip_unit
 
@@ -225,17 +225,31 @@ def sign_attempt(V, r, slots, o, t, f_tail, chunks, like, x, units):
 
 
 @nb.njit(**_JIT)
-def sign_from_hashes(vr, t_bytes, slots, O, k, f_tail, chunks, like, units, sig):
-    """``sign.sign_from_hashes`` with P1 || L in their encoding (``sign_attempt``): one attempt
-    from its hash outputs, the signature encoded into ``sig`` with full rank. Returns the
-    (public) rank bit. Secret: vr, slots, O and what comes of them."""
+def sign(msg, rand, seed_sk, slots, O, k, digest_bytes, m_bytes, f_tail, chunks, like, units, sig):
+    """MAYO.Sign from the bytes of the message, the randomness and the secret seed, in one
+    compiled call: the hashes before the attempts (``salt_and_target``), then for ctr = 0, 1, ...
+    V || r = SHAKE256(M_digest || salt || seed_sk || ctr) and an attempt on P1 || L in their
+    encoding (``sign_attempt``) until one has full rank, whose signature encode(s) || salt is
+    written into ``sig`` (sig_bytes). Returns whether one had within 256 counters. Secret: rand,
+    seed_sk, slots, O and what comes of them; the salt, t and each attempt's rank bit are public."""
     v, o = O.shape
-    V, r, t = attempt_inputs(vr, t_bytes, k, v, o)
-    x = np.zeros(k * o, np.uint8)
-    full_rank = sign_attempt(V, r, slots, o, t, f_tail, chunks, like, x, units)
-    if full_rank:                   # public: the signer retries with the next counter otherwise
-        encode_signature(V, O, x, sig)
-    return full_rank
+    seed = np.frombuffer(seed_sk, np.uint8)
+    salt_bytes = len(rand)
+    body = len(sig) - salt_bytes
+    buf = np.empty(digest_bytes + salt_bytes + len(seed) + 1, np.uint8)
+    t_bytes, A = np.empty(m_bytes, np.uint8), np.empty(25, np.uint64)
+    salt_and_target(np.frombuffer(msg, np.uint8), np.frombuffer(rand, np.uint8), seed, digest_bytes, buf,
+                    sig[body:], t_bytes, A)
+    vr = np.empty(k * ((v + 1) // 2) + (k * o + 1) // 2, np.uint8)
+    for ctr in range(256):
+        buf[len(buf) - 1] = ctr
+        shake256_into(buf, vr, A)
+        V, r, t = attempt_inputs(vr, t_bytes, k, v, o)
+        x = np.zeros(k * o, np.uint8)
+        if sign_attempt(V, r, slots, o, t, f_tail, chunks, like, x, units):   # public: else the next counter
+            encode_signature(V, O, x, sig[:body])
+            return True
+    return False
 
 
 # inlined: its only caller compiles it once (compiled alone it would be optimised twice)

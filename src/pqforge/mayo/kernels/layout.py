@@ -14,6 +14,14 @@ from ...jit.cache import JIT_CACHE
 _JIT = dict(cache=JIT_CACHE, nogil=True)  # nogil: batches run kernels on several threads
 
 
+@nb.njit(**_JIT, inline="always")
+def put(dst, at, src):
+    """dst[at:at + len(src)] = src, element by element: a slice assignment between arrays compiles
+    numba's shape-mismatch message, seconds of a first use. Secret-safe (public positions)."""
+    for i in range(src.shape[0]):
+        dst[at + i] = src[i]
+
+
 @nb.njit(**_JIT)
 def unbitslice_into(words, length, out):
     """Elements of a bitsliced vector: out[e] = element e (e < length). Secret-safe (shifts only).

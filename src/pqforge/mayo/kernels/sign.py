@@ -8,7 +8,8 @@ import numpy as np
 from ...gf16.kernels import gf16_mul
 from ...jit.cache import JIT_CACHE
 from ...jit.units import addresses
-from .layout import bitslice_into, decode_nibbles_into, encode_nibbles_into
+from ...shake import shake256_into
+from .layout import bitslice_into, decode_nibbles_into, encode_nibbles_into, put
 from .products import mul_transposed, quadratic_pairs
 from .solve import SOLVE, solve_unit
 from .whipping import WHIP, whip_unit
@@ -64,6 +65,22 @@ def sign_attempt(V, r, P1, L, t, f_tail, x, units):
     U = np.zeros((k, k, W), np.uint64)
     quadratic_pairs(V, P1, U)
     return whip_and_solve(U, M, t, r, f_tail, x, units)
+
+
+@nb.njit(inline="always", **_JIT)
+def salt_and_target(message, rand, seed, d, buf, salt, t_bytes, A):
+    """The hashes of signing before its attempts, as the specification computes them:
+    M_digest = SHAKE256(message) (d bytes), salt = SHAKE256(M_digest || rand || seed) and
+    t_bytes = SHAKE256(M_digest || salt). ``buf`` (at least d + max(rand, salt) + seed + 1
+    bytes) is left holding M_digest || salt || seed, to which an attempt appends its counter;
+    A is Keccak's state. Secret: rand, seed and buf; the salt and t are public."""
+    shake256_into(message, buf[:d], A)
+    put(buf, d, rand)
+    put(buf, d + rand.shape[0], seed)
+    shake256_into(buf[:d + rand.shape[0] + seed.shape[0]], salt, A)
+    put(buf, d, salt)
+    shake256_into(buf[:d + salt.shape[0]], t_bytes, A)
+    put(buf, d + salt.shape[0], seed)
 
 
 @nb.njit(inline="always", **_JIT)
