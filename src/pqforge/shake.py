@@ -51,22 +51,19 @@ RHO = _rho_offsets()
 RC = _round_constants()
 
 
-@nb.njit(nogil=True, cache=JIT_CACHE, inline="always")
-def _rotl(v, r):
-    return (v << np.uint64(r)) | (v >> np.uint64(64 - r))
-
-
-# the 25 lanes in local variables (aXY: lane x + 5y), the rotations by RHO's offsets written out:
-# LLVM keeps the state in registers, where array lanes with a table of offsets cost 2.8x the time
-# (770 against 275 ns a permutation, Zen 4); compiled once and called: inlined at shake256_into's
-# three calls, each loop that hashes would compile three copies of the 24 rounds
+# the 25 lanes in local variables (aXY: lane x + 5y) and RHO's offsets written into the
+# rotations: LLVM keeps the state in registers, where lanes in an array with a table of offsets
+# cost 2.8x the time (770 against 275 ns a permutation, Zen 4); plain statements, no helper
+# inlined by numba, which would lengthen every hashing kernel's compile. Compiled once and
+# called: inlined at shake256_into's three calls, each loop that hashes would compile three copies
 @nb.njit(nogil=True, cache=JIT_CACHE)
 def keccak_f1600(A):
     """Permute the 25 lanes of A (uint64, lane x + 5y at A[x + 5y]) in place."""
-    (a00, a10, a20, a30, a40, a01, a11, a21, a31, a41, a02, a12, a22, a32, a42,
-     a03, a13, a23, a33, a43, a04, a14, a24, a34, a44) = (
-        A[0], A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8], A[9], A[10], A[11], A[12], A[13], A[14],
-        A[15], A[16], A[17], A[18], A[19], A[20], A[21], A[22], A[23], A[24])
+    a00 = A[0]; a10 = A[1]; a20 = A[2]; a30 = A[3]; a40 = A[4]
+    a01 = A[5]; a11 = A[6]; a21 = A[7]; a31 = A[8]; a41 = A[9]
+    a02 = A[10]; a12 = A[11]; a22 = A[12]; a32 = A[13]; a42 = A[14]
+    a03 = A[15]; a13 = A[16]; a23 = A[17]; a33 = A[18]; a43 = A[19]
+    a04 = A[20]; a14 = A[21]; a24 = A[22]; a34 = A[23]; a44 = A[24]
     for rnd in range(24):
         # theta
         c0 = a00 ^ a01 ^ a02 ^ a03 ^ a04
@@ -74,37 +71,43 @@ def keccak_f1600(A):
         c2 = a20 ^ a21 ^ a22 ^ a23 ^ a24
         c3 = a30 ^ a31 ^ a32 ^ a33 ^ a34
         c4 = a40 ^ a41 ^ a42 ^ a43 ^ a44
-        d0 = c4 ^ _rotl(c1, 1)
-        d1 = c0 ^ _rotl(c2, 1)
-        d2 = c1 ^ _rotl(c3, 1)
-        d3 = c2 ^ _rotl(c4, 1)
-        d4 = c3 ^ _rotl(c0, 1)
-        # rho and pi: lane (x, y) rotated into (y, 2x + 3y), then chi and iota
-        b00 = a00 ^ d0
-        b02 = _rotl(a10 ^ d1, 1)
-        b04 = _rotl(a20 ^ d2, 62)
-        b01 = _rotl(a30 ^ d3, 28)
-        b03 = _rotl(a40 ^ d4, 27)
-        b13 = _rotl(a01 ^ d0, 36)
-        b10 = _rotl(a11 ^ d1, 44)
-        b12 = _rotl(a21 ^ d2, 6)
-        b14 = _rotl(a31 ^ d3, 55)
-        b11 = _rotl(a41 ^ d4, 20)
-        b21 = _rotl(a02 ^ d0, 3)
-        b23 = _rotl(a12 ^ d1, 10)
-        b20 = _rotl(a22 ^ d2, 43)
-        b22 = _rotl(a32 ^ d3, 25)
-        b24 = _rotl(a42 ^ d4, 39)
-        b34 = _rotl(a03 ^ d0, 41)
-        b31 = _rotl(a13 ^ d1, 45)
-        b33 = _rotl(a23 ^ d2, 15)
-        b30 = _rotl(a33 ^ d3, 21)
-        b32 = _rotl(a43 ^ d4, 8)
-        b42 = _rotl(a04 ^ d0, 18)
-        b44 = _rotl(a14 ^ d1, 2)
-        b41 = _rotl(a24 ^ d2, 61)
-        b43 = _rotl(a34 ^ d3, 56)
-        b40 = _rotl(a44 ^ d4, 14)
+        d0 = c4 ^ ((c1 << 1) | (c1 >> 63))
+        d1 = c0 ^ ((c2 << 1) | (c2 >> 63))
+        d2 = c1 ^ ((c3 << 1) | (c3 >> 63))
+        d3 = c2 ^ ((c4 << 1) | (c4 >> 63))
+        d4 = c3 ^ ((c0 << 1) | (c0 >> 63))
+        a00 ^= d0; a10 ^= d1; a20 ^= d2; a30 ^= d3; a40 ^= d4
+        a01 ^= d0; a11 ^= d1; a21 ^= d2; a31 ^= d3; a41 ^= d4
+        a02 ^= d0; a12 ^= d1; a22 ^= d2; a32 ^= d3; a42 ^= d4
+        a03 ^= d0; a13 ^= d1; a23 ^= d2; a33 ^= d3; a43 ^= d4
+        a04 ^= d0; a14 ^= d1; a24 ^= d2; a34 ^= d3; a44 ^= d4
+        # rho and pi: lane (x, y) rotated left by its offset into lane (y, 2x + 3y)
+        b00 = a00
+        b02 = (a10 << 1) | (a10 >> 63)
+        b04 = (a20 << 62) | (a20 >> 2)
+        b01 = (a30 << 28) | (a30 >> 36)
+        b03 = (a40 << 27) | (a40 >> 37)
+        b13 = (a01 << 36) | (a01 >> 28)
+        b10 = (a11 << 44) | (a11 >> 20)
+        b12 = (a21 << 6) | (a21 >> 58)
+        b14 = (a31 << 55) | (a31 >> 9)
+        b11 = (a41 << 20) | (a41 >> 44)
+        b21 = (a02 << 3) | (a02 >> 61)
+        b23 = (a12 << 10) | (a12 >> 54)
+        b20 = (a22 << 43) | (a22 >> 21)
+        b22 = (a32 << 25) | (a32 >> 39)
+        b24 = (a42 << 39) | (a42 >> 25)
+        b34 = (a03 << 41) | (a03 >> 23)
+        b31 = (a13 << 45) | (a13 >> 19)
+        b33 = (a23 << 15) | (a23 >> 49)
+        b30 = (a33 << 21) | (a33 >> 43)
+        b32 = (a43 << 8) | (a43 >> 56)
+        b42 = (a04 << 18) | (a04 >> 46)
+        b44 = (a14 << 2) | (a14 >> 62)
+        b41 = (a24 << 61) | (a24 >> 3)
+        b43 = (a34 << 56) | (a34 >> 8)
+        b40 = (a44 << 14) | (a44 >> 50)
+        # chi and iota
         a00 = b00 ^ (~b10 & b20)
         a10 = b10 ^ (~b20 & b30)
         a20 = b20 ^ (~b30 & b40)
@@ -131,10 +134,11 @@ def keccak_f1600(A):
         a34 = b34 ^ (~b44 & b04)
         a44 = b44 ^ (~b04 & b14)
         a00 ^= RC[rnd]
-    (A[0], A[1], A[2], A[3], A[4], A[5], A[6], A[7], A[8], A[9], A[10], A[11], A[12], A[13], A[14],
-     A[15], A[16], A[17], A[18], A[19], A[20], A[21], A[22], A[23], A[24]) = (
-        a00, a10, a20, a30, a40, a01, a11, a21, a31, a41, a02, a12, a22, a32, a42,
-        a03, a13, a23, a33, a43, a04, a14, a24, a34, a44)
+    A[0] = a00; A[1] = a10; A[2] = a20; A[3] = a30; A[4] = a40
+    A[5] = a01; A[6] = a11; A[7] = a21; A[8] = a31; A[9] = a41
+    A[10] = a02; A[11] = a12; A[12] = a22; A[13] = a32; A[14] = a42
+    A[15] = a03; A[16] = a13; A[17] = a23; A[18] = a33; A[19] = a43
+    A[20] = a04; A[21] = a14; A[22] = a24; A[23] = a34; A[24] = a44
 
 
 @nb.njit(nogil=True, cache=JIT_CACHE, inline="always")

@@ -64,7 +64,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
                     bk.verify_fresh_keys, bk.verify_fresh_keys_encoded, bk._element_inputs, bk._target,
                     bk.targets, shake.shake256_rows}
     inner |= {bk.sign_chunk, bk.sign_chunk_encoded, bk.sign_fresh_keys, bk.sign_fresh_keys_encoded,
-              bk.public_keys_chunk, bk.public_keys_chunk_encoded, shake.keccak_f1600, shake._rotl,
+              bk.public_keys_chunk, bk.public_keys_chunk_encoded, shake.keccak_f1600,
               shake._load64}
     modules = [gk, shake, *(importlib.import_module(f"{mk.__name__}.{m.name}") for m in pkgutil.iter_modules(mk.__path__)
                             if m.name != "encoded")]
