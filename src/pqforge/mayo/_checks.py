@@ -28,6 +28,8 @@ def resolve(params: ParamsLike) -> MayoParams:
 # -- key bytes -----------------------------------------------------------------------------------
 
 def _check_key(p: MayoParams, key: object, what: str, compact: int, expanded: int) -> bytes:
+    if type(key) is bytes and len(key) in (compact, expanded):      # the common case, before any message
+        return key
     key = require_bytes(key, f"{p.name} {what} key")
     if len(key) not in (compact, expanded):
         raise InvalidKey(f"{p.name} {what} key must be {compact} bytes (compact) or {expanded} bytes "

@@ -51,7 +51,8 @@ def verify(params: ParamsLike, pk: BytesLike, msg: BytesLike, sig: BytesLike) ->
     p = resolve(params)
     pk = check_public_key(p, pk)
     msg = require_bytes(msg, "message")
-    sig = require_bytes(sig, f"{p.name} signature")
+    if type(sig) is not bytes:      # (the message names the set: built only when it may be needed)
+        sig = require_bytes(sig, f"{p.name} signature")
     if len(sig) != p.sig_bytes:
         return False
     if type(pk) is bytes and len(pk) == p.cpk_bytes:
