@@ -1,6 +1,6 @@
 """Single kernels timed inside compiled loops (no interpreter or dispatcher in the timed region):
-MAYO's solution sampling, Classic McEliece's bitsliced product, decoding steps and whole
-compiled decapsulation.
+MAYO's solution sampling, the compiled Keccak and SHAKE256 (beside hashlib's, called from
+Python), Classic McEliece's bitsliced product, decoding steps and whole compiled decapsulation.
 
     python benchmarks/kernel_loops.py [--rounds 7] [--calls 500]
 
@@ -10,6 +10,7 @@ the same script (interleave the two, several times: the machines are noisy).
 """
 
 import argparse
+import hashlib
 import json
 import time
 
@@ -17,7 +18,7 @@ import numba as nb
 import numpy as np
 
 import pqforge
-from pqforge import mceliece
+from pqforge import mceliece, shake
 from pqforge.mayo import kernels as mk
 from pqforge.mceliece import decode, fft, gf, scheme
 
@@ -56,6 +57,21 @@ def main() -> None:
     system = (rng.integers(0, 2**63, (4, ko), dtype=np.uint64), rng.integers(0, 2**63, 4, dtype=np.uint64), m,
               rng.integers(0, 16, ko, dtype=np.uint8), np.zeros(ko, np.uint8))
     out["mayo2 sample_solution_bitsliced"] = _least(_loop(mk.sample_solution_bitsliced), system, a.rounds, a.calls)
+
+    # SHAKE256: one permutation, a 56-byte input (M_digest || salt) to 32 bytes, and 1 MiB (µs per MiB)
+    state, short, mib = np.zeros(25, np.uint64), rng.integers(0, 256, 56, dtype=np.uint8), np.zeros(1 << 20, np.uint8)
+    out["keccak_f1600"] = _least(_loop(shake.keccak_f1600), (state,), a.rounds, a.calls * 20)
+    out["shake256 56 -> 32 bytes"] = _least(_loop(shake.shake256_into), (short, np.empty(32, np.uint8), state),
+                                            a.rounds, a.calls * 20)
+    out["shake256 1 MiB"] = _least(_loop(shake.shake256_into), (mib, np.empty(32, np.uint8), state), a.rounds, 3)
+    for label, data, calls in (("56 -> 32 bytes", short.tobytes(), a.calls * 20), ("1 MiB", mib.tobytes(), 3)):
+        best = float("inf")
+        for _ in range(a.rounds):
+            start = time.perf_counter()
+            for _ in range(calls):
+                hashlib.shake_256(data).digest(32)
+            best = min(best, (time.perf_counter() - start) / calls)
+        out[f"hashlib shake_256 {label} (a call from Python)"] = round(best * 1e6, 2)
 
     taps = {12: np.array([3, 0], np.int64), 13: np.array([4, 3, 1, 0], np.int64)}
     for planes, words in ((12, 32), (12, 64), (13, 64), (13, 128)):
