@@ -1,6 +1,7 @@
 import pytest
 
 from pqforge.gf16 import sets
+from pqforge.mayo import scheme
 
 RUNNABLE = sets.runnable()
 """The kernel sets this CPU runs, fastest first: tests that compare them take each."""
@@ -11,6 +12,9 @@ def use_kernel_set(monkeypatch, name):
     monkeypatch.setattr(sets, "NAME", sets.choose(name))
     monkeypatch.setattr(sets, "ENCODED", name != "portable")
     monkeypatch.setattr(sets, "FORMS", sets.forms_of(name))
+    # and what the scheme derived from the set at import (else the portable set would be handed
+    # to the encoded kernels, which then compile for the default forms: GFNI, on any CPU)
+    monkeypatch.setattr(scheme, "FROM_SEED", name != "portable" and sets.AES_WIDTH > 0)
 
 
 @pytest.fixture
