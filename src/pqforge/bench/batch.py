@@ -116,7 +116,10 @@ def op_counts(p) -> dict:
     Wa = 4 * ((ko + 1 + 63) // 64)
     echelon = ko * m * (2 * Wa + _mul_add(Wa // 4) + 12)
     solve = ko * m * 12 + m * m * 4 * (Wa // 4) * 2 + echelon                         # GPU: elements in, rows
-    solve_bitsliced = ko * _mul_add(limbs) + (Wa // 4) * limbs * 4 * 1152 + m * m * 4 * (Wa // 4) * 2 + echelon
+    # the back substitution, per column: its pivot row's inner product with x (16 AND, 15 XOR a
+    # limb of four planes) and four parities (13 each)
+    back = ko * ((Wa // 4) * 31 + 52)
+    solve_bitsliced = ko * _mul_add(limbs) + (Wa // 4) * limbs * 4 * 1152 + back + echelon
     return {"quadratic_pairs (verify)": ("word", pairs_verify), "whip (verify)": ("scalar", whip_verify),
             "public_pairs (verify)": ("word", buckets_verify),
             "whip_bitsliced (verify)": ("word", E * shift + reduce),

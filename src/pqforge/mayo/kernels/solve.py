@@ -7,8 +7,7 @@ import numpy as np
 from numba import types
 
 from ..._barrier import declassify
-from ...gf16.kernels import (bit_mask, gf16_inv, gf16_mul, mul_add_scalar, mul_add_scalar_from, nonzero_bit,
-                             nonzero_mask)
+from ...gf16.kernels import gf16_inv, mul_add_scalar, mul_add_scalar_from, nonzero_bit, nonzero_mask
 from ...jit.cache import JIT_CACHE
 from ...jit.units import Unit
 from .layout import bitslice_into
@@ -57,6 +56,14 @@ def _lowest_bit(x):
 
 
 @nb.njit(**_JIT)
+def _parity(x):
+    """The sum of x's 64 bits mod 2 (0 or 1): shifts only."""
+    for k in (32, 16, 8, 4, 2, 1):
+        x ^= x >> np.uint64(k)
+    return x & np.uint64(1)
+
+
+@nb.njit(**_JIT)
 def _smear_down(x):
     """x with every bit below its highest set bit set too (0 for 0): shifts only."""
     s = x
@@ -72,30 +79,30 @@ def _gt_bit(a, b):
     return np.uint64((np.int64(b) - np.int64(a)) >> 63 & 1)
 
 
-@nb.njit(**_JIT, inline="always")
-def _row_update(x, put, pivot, f0, f1, f2, f3, c0, c1, c2, c3):
-    """One word of a row in an elimination step: the normalised pivot row replaces the pivot
-    row (``put``), and every row adds fac * pivot, planes c0..c3 of x^t * pivot selected by
-    fac's bit masks f0..f3. Masks only (all secret)."""
-    x = (x & ~put) | (pivot & put)
-    return x ^ (f0 & c0) ^ (f1 & c1) ^ (f2 & c2) ^ (f3 & c3)
-
-
 @nb.njit(**_JIT)
-def _echelon_form(R, ko):
-    """Bring the augmented rows [A | y] to echelon form with pivots 1; returns rank(A).
+def _echelon_form(R, ko, P):
+    """The echelon form of the augmented rows [A | y], its pivot rows (pivot 1) written by
+    column: P[c] is the pivot row of column c, or zero when column c has no pivot. Returns
+    rank(A).
 
     R (W, m) holds the rows transposed: R[i, rr] is word i of row rr, so that each step is a
-    loop over all rows for one word, which vectorises. The ko + 1 columns are right-aligned in
-    the rows' 64 limbs bits (column c at bit c + 64 limbs - ko - 1): a column step touches the
-    limbs from its own on, so all but the first few columns touch one limb fewer.
+    loop over all rows for one word, which vectorises; P is (ko, W). The ko + 1 columns are
+    right-aligned in the rows' 64 limbs bits (column c at bit c + 64 limbs - ko - 1): a column
+    step touches the limbs from its own on, so all but the first few columns touch one limb
+    fewer.
 
-    Constant time: every row takes part in every column step, through masks. Secret: the rows,
-    and the pivot positions and running pivot row derived from them. Per column: the first row
-    at or below the pivot row with a nonzero entry (the lowest bit of the candidate rows as a
-    bit string) is found; the sum of the rows from the pivot row down to it (all zero in the
-    column but that one, as MAYO-C builds its pivot row: no swap) is normalised to 1 and
-    replaces the pivot row; every row below adds its entry times it.
+    Per column, among the rows from the running pivot row pr down: the first row with a
+    nonzero entry is found (the lowest bit of the candidate rows as a bit string); the sum S of
+    the rows from pr down to it (all zero in the column but that one, as MAYO-C builds its
+    pivot row) normalised to 1 is the column's pivot row; every row below pr adds its entry
+    times it, and pr moves down one (when the column has a pivot). Row pr is left behind as it
+    is, never moved or replaced: it is a combination of the pivot row and the rows below it
+    after their elimination (e P, or the sum of rows pr+1 .. first), so those span what the
+    rows did.
+
+    Constant time: every row from a public bound on takes part in every column step, through
+    masks. Secret: the rows, P, and the pivot positions and running pivot row derived from
+    them.
     """
     W, m = R.shape
     limbs = W // 4
@@ -103,7 +110,6 @@ def _echelon_form(R, ko):
     e = np.zeros(m, np.int64)                       # each row's entry in the column
     below = np.zeros(m, np.uint64)                  # rows below the pivot row (mask)
     sel = np.zeros(m, np.uint64)                    # the rows summed into the pivot (mask)
-    at = np.zeros(m, np.uint64)                     # the pivot row (one-hot mask)
     f = np.zeros((4, m), np.uint64)                 # bit masks of each row's elimination factor
     piv = np.zeros(W, np.uint64)
     scaled = np.zeros(W, np.uint64)
@@ -112,9 +118,9 @@ def _echelon_form(R, ko):
     pivot_row = 0
     for col in range(ko):
         # with rank m at most ko - m columns are skipped, so rows above this public bound are
-        # never changed (if it is ever violated the rank is below m, which the count reports);
-        # the loops start at a multiple of 4 below it (whole vectors), and the rows that adds,
-        # above the pivot row, are left as they are by their masks
+        # left behind by then (if it is ever violated the rank is below m, which the count
+        # reports); the loops start at a multiple of 4 below it (whole vectors), and the rows
+        # that adds, above the pivot row, are left as they are by their masks
         first = max(0, col - (ko - m)) & ~3
         at_bit = col + off
         lo = at_bit >> 6                            # rows at or below the pivot row are zero left of col
@@ -144,13 +150,11 @@ def _echelon_form(R, ko):
             upto = _smear_down(_lowest_bit(bits))
             upto = (upto | (_ONES * (one ^ nonzero_bit(bits)))) & ~found
             found |= nonzero_mask(bits)
-            # masks of the rows summed (sel), the pivot row (at), and what each row does: stored
-            # arrays, read back by later loops, so none is a known 0-or-all-ones value there
+            # masks of the rows summed (sel) and of each row's factor: stored arrays, read back
+            # by later loops, so none is a known 0-or-all-ones value there
             for rr in rows_q:
-                s = _ONES * ((upto >> (rr - base)) & ~_gt_bit(pr, rr) & one)
-                sel[rr] = s
-                at[rr] = _ONES * (one ^ nonzero_bit(rr ^ pr))
-                fac = np.uint64(e[rr]) & below[rr]      # (the rows summed before the first nonzero: 0)
+                sel[rr] = _ONES * ((upto >> (rr - base)) & ~_gt_bit(pr, rr) & one)
+                fac = np.uint64(e[rr]) & below[rr]      # (rows at and above the pivot row: 0)
                 f[0, rr] = _ONES * (fac & one)
                 f[1, rr] = _ONES * ((fac >> one) & one)
                 f[2, rr] = _ONES * ((fac >> np.uint64(2)) & one)
@@ -169,6 +173,8 @@ def _echelon_form(R, ko):
             piv[i0], piv[i1], piv[i2], piv[i3] = a0, a1, a2, a3
         scaled[:] = 0
         mul_add_scalar_from(scaled, piv, gf16_inv(_entry(piv, at_bit, limbs)), limbs, lo)
+        for i in range(W):
+            P[col, i] = scaled[i] & found
         for w in range(lo, limbs):
             i0, i1, i2, i3 = w, limbs + w, 2 * limbs + w, 3 * limbs + w
             s0, s1, s2, s3 = scaled[i0], scaled[i1], scaled[i2], scaled[i3]
@@ -177,12 +183,11 @@ def _echelon_form(R, ko):
             x2 = (s2, s3 ^ s2, s0 ^ s3, s1)
             x3 = (s1, s2 ^ s1, s3 ^ s2, s0 ^ s3)
             for rr in rows_u:
-                pu = at[rr] & found          # the pivot row, when the column has a pivot
                 f0, f1, f2, f3 = f[0, rr], f[1, rr], f[2, rr], f[3, rr]
-                R[i0, rr] = _row_update(R[i0, rr], pu, s0, f0, f1, f2, f3, s0, x1[0], x2[0], x3[0])
-                R[i1, rr] = _row_update(R[i1, rr], pu, s1, f0, f1, f2, f3, s1, x1[1], x2[1], x3[1])
-                R[i2, rr] = _row_update(R[i2, rr], pu, s2, f0, f1, f2, f3, s2, x1[2], x2[2], x3[2])
-                R[i3, rr] = _row_update(R[i3, rr], pu, s3, f0, f1, f2, f3, s3, x1[3], x2[3], x3[3])
+                R[i0, rr] ^= (f0 & s0) ^ (f1 & x1[0]) ^ (f2 & x2[0]) ^ (f3 & x3[0])
+                R[i1, rr] ^= (f0 & s1) ^ (f1 & x1[1]) ^ (f2 & x2[1]) ^ (f3 & x3[1])
+                R[i2, rr] ^= (f0 & s2) ^ (f1 & x1[2]) ^ (f2 & x2[2]) ^ (f3 & x3[2])
+                R[i3, rr] ^= (f0 & s3) ^ (f1 & x1[3]) ^ (f2 & x2[3]) ^ (f3 & x3[3])
         pivot_row += np.int64(found & one)
     return pivot_row
 
@@ -245,56 +250,34 @@ def sample_solution_bitsliced(A, y, m, r, x):
                 for i in range(min(64, m - 64 * rb)):
                     R[p * limbs + cb, 64 * rb + i] = block[i]
 
-    full_rank = declassify(np.int64(_echelon_form(R, ko) == m)) != 0   # public: the signer retries
+    P = np.zeros((ko, W), np.uint64)
+    full_rank = declassify(np.int64(_echelon_form(R, ko, P) == m)) != 0   # public: the signer retries
 
-    # back substitution from the last row up; each row's pivot column is located as a one-hot
-    # bit mask (lowest nonzero column), so it is never used as an index. The rows above take
-    # their entries in that column through the mask, all rows at once (a vectorised loop).
-    yv = np.zeros(m, np.int64)                      # the y column (the last bit of the last limb)
-    for p in range(4):
-        Rp = R[p * limbs + limbs - 1]
-        for e in range(m):
-            yv[e] |= np.int64(Rp[e] >> np.uint64(63)) << p
+    # back substitution from the last column on: x'[c] = y'(P[c]) minus P[c]'s inner product with
+    # the x' found so far (its entries left of c are zero, and x' is still zero at c and at y's
+    # column); zero where c has no pivot, as P[c] is. The columns are public, so x' is written
+    # at public positions.
     xw = np.zeros(W, np.uint64)                     # x - r, at the columns' bit positions
-    onehot = np.zeros(limbs, np.uint64)
-    bits = np.zeros((4, m), np.uint64)              # each row's entry in the pivot column, per plane
-    for rr in range(m - 1, -1, -1):
-        found = np.uint64(0)
-        for w in range(limbs):
-            nz = R[w, rr] | R[limbs + w, rr] | R[2 * limbs + w, rr] | R[3 * limbs + w, rr]
-            if w == 0:                     # drop the padding and the y column (public positions)
-                nz &= ~((np.uint64(1) << np.uint64(off)) - np.uint64(1))
-            if w == limbs - 1:
-                nz &= ~(np.uint64(1) << np.uint64(63))
-            onehot[w] = _lowest_bit(nz) & ~found
-            found |= np.uint64(nonzero_mask(nz))
-        yr = yv[rr]
-        for w in range(limbs):
-            for p in range(4):
-                xw[p * limbs + w] ^= onehot[w] & bit_mask(yr, p)
-
-        above = range(np.uint64(rr))                # unsigned: no negative-index handling
-        # a pass over the rows above per word, all four planes in it (few passes: each has a
-        # fixed cost that dominated when every plane and word had its own)
-        for w in range(limbs):
-            oh = onehot[w]
-            i0, i1, i2, i3 = w, limbs + w, 2 * limbs + w, 3 * limbs + w
-            if w == 0:
-                for i in above:
-                    bits[0, i] = R[i0, i] & oh
-                    bits[1, i] = R[i1, i] & oh
-                    bits[2, i] = R[i2, i] & oh
-                    bits[3, i] = R[i3, i] & oh
-            else:
-                for i in above:
-                    bits[0, i] |= R[i0, i] & oh
-                    bits[1, i] |= R[i1, i] & oh
-                    bits[2, i] |= R[i2, i] & oh
-                    bits[3, i] |= R[i3, i] & oh
-        for i in above:
-            coef = np.int64(nonzero_bit(bits[0, i]) | (nonzero_bit(bits[1, i]) << np.uint64(1))
-                            | (nonzero_bit(bits[2, i]) << np.uint64(2)) | (nonzero_bit(bits[3, i]) << np.uint64(3)))
-            yv[i] ^= gf16_mul(coef, yr)
+    one = np.uint64(1)
+    for c in range(ko - 1, -1, -1):
+        at_bit = c + off
+        lo = at_bit >> 6
+        c0 = c1 = c2 = c3 = np.uint64(0)
+        for w in range(lo, limbs):
+            a0, a1, a2, a3 = P[c, w], P[c, limbs + w], P[c, 2 * limbs + w], P[c, 3 * limbs + w]
+            b0, b1, b2, b3 = xw[w], xw[limbs + w], xw[2 * limbs + w], xw[3 * limbs + w]
+            # the lanes' products a * b (x^4 = x + 1), summed over the limbs
+            d4 = (a1 & b3) ^ (a2 & b2) ^ (a3 & b1)
+            d5 = (a2 & b3) ^ (a3 & b2)
+            d6 = a3 & b3
+            c0 ^= (a0 & b0) ^ d4
+            c1 ^= (a0 & b1) ^ (a1 & b0) ^ d4 ^ d5
+            c2 ^= (a0 & b2) ^ (a1 & b1) ^ (a2 & b0) ^ d5 ^ d6
+            c3 ^= (a0 & b3) ^ (a1 & b2) ^ (a2 & b1) ^ (a3 & b0) ^ d6
+        top = np.uint64(63)                         # y's column: the last bit of the last limb
+        b = np.uint64(at_bit & 63)
+        for p, cp in enumerate((c0, c1, c2, c3)):
+            xw[p * limbs + lo] |= (((P[c, p * limbs + limbs - 1] >> top) ^ _parity(cp)) & one) << b
     one = np.uint64(1)
     for c in range(ko):                             # x = r + (x - r), read at each column's position
         at_bit = c + off
@@ -303,7 +286,6 @@ def sample_solution_bitsliced(A, y, m, r, x):
                                | (((xw[2 * limbs + w] >> b) & one) << np.uint64(2))
                                | (((xw[3 * limbs + w] >> b) & one) << np.uint64(3)))
     return full_rank
-
 
 # The largest kernel of signing: compiled once, on its own, and called through its address
 # (``sign.units()``) by every kernel that uses it.
