@@ -58,7 +58,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     inner |= {getattr(mk.sign, n) for n in ("attempt_inputs", "encode_signature", "salt_and_target")}  # in signing
     inner |= {layout.put}
     inner |= {getattr(products, n) for n in ("_bit_masks", "_combine", "_mul_transposed_core")}
-    inner |= {layout.bitslice_into, whipping._shift_xor, whipping.whip_bitsliced, mk.whip_and_solve, gk.planes_times_x}
+    inner |= {layout.bitslice_into, whipping._shift_xor, whipping.whip_bitsliced, mk.whip_and_solve, gk.planes_times_x, gk.times_x}
     # the batch loops: public-data verification, and compositions of registered kernels
     public_only |= {bk.verdict, bk._equal, bk._element_scratch, bk.verify_chunk, bk.verify_chunk_encoded,
                     bk.verify_fresh_keys, bk.verify_fresh_keys_encoded, bk._element_inputs, bk._target,
@@ -70,7 +70,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
                             if m.name != "encoded")]
     if len(sets.runnable()) > 1:     # the encoded sets' targets exist only where they compile
         modules += [gfni, shuffle, gn]
-        inner |= {gfni._times_x, gfni.scalar_matrix, shuffle._times_x, shuffle._table_words, gn._add_p1_times_oil,
+        inner |= {gfni.scalar_matrix, shuffle._table_words, gn._add_p1_times_oil,
                   gn.quadratic_pairs, gn.oil_forms, gfni.row_scratch}
         public_only |= {gn.evaluate_public, gn.verify, blocks.slot_words}     # a slot's size from the tuple's length
         public_only |= {gn._public_slots, gn.expanded_public}   # AES-128-CTR of the public seed, laid out

@@ -28,6 +28,7 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from ..jit.cache import JIT_CACHE
+from .kernels import times_x
 from .blocks import Codegen, arrays_ok, lanes, octets, slot_words, widths
 from .shuffle import accumulate_pairs, flush_pairs, pair_tables
 
@@ -60,12 +61,6 @@ def affine_words(x: np.ndarray, matrix) -> np.ndarray:
     return y
 
 
-@nb.njit(cache=JIT_CACHE, nogil=True, inline="always")
-def _times_x(a):
-    """x * a for an element a (int64, 0..15): shift up, fold bit 4 back as x + 1."""
-    return ((a << 1) & 15) ^ (((a >> 3) & 1) * 3)
-
-
 @nb.njit(cache=JIT_CACHE, nogil=True)
 def scalar_matrix(c):
     """The GFNI bit matrix (uint64) multiplying both elements of a byte by c.
@@ -75,9 +70,9 @@ def scalar_matrix(c):
     element's rows are the same, shifted to the high nibble. Shifts and masks only: c may be
     secret."""
     p0 = np.int64(c) & 15
-    p1 = _times_x(p0)
-    p2 = _times_x(p1)
-    p3 = _times_x(p2)
+    p1 = times_x(p0)
+    p2 = times_x(p1)
+    p3 = times_x(p2)
     m = np.uint64(0)
     for i in range(4):
         row = np.uint64(((p0 >> i) & 1) | (((p1 >> i) & 1) << 1) | (((p2 >> i) & 1) << 2)

@@ -141,6 +141,13 @@ def bit_mask(s, t):
 
 
 @nb.njit(**_INLINE)
+def times_x(a):
+    """x * a for elements a (0..15, any integer type, a scalar or an array's element): shift up,
+    fold bit 4 back as x + 1. Shifts and masks only, so a may be secret."""
+    return ((a << 1) & 15) ^ (((a >> 3) & 1) * 3)
+
+
+@nb.njit(**_INLINE)
 def planes_times_x(b0, b1, b2, b3):
     """x times a bitsliced limb given as its four plane words: (b3, b0 ^ b3, b1, b2), because
     x * x^3 = x^4 = x + 1. Shifts nothing, so secret-safe."""

@@ -28,6 +28,7 @@ from numba.extending import intrinsic, overload
 
 from ..jit.cache import JIT_CACHE
 from ..jit.target import architecture
+from .kernels import times_x
 from .blocks import Codegen, arrays_ok, lanes, octets, slot_words, splat, widths
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
@@ -39,20 +40,14 @@ _SPREAD = np.uint64(0x0101010101010101)
 
 
 @nb.njit(**_JIT, inline="always")
-def _times_x(a):
-    """x * a for an element a (0..15): shift up, fold bit 4 back as x + 1."""
-    return ((a << 1) & 15) ^ (((a >> 3) & 1) * 3)
-
-
-@nb.njit(**_JIT, inline="always")
 def _table_words(c):
     """c's 16-entry product table T[x] = c x as two uint64 words (entries 0..7, then 8..15, one
     byte each): the sum of c x^k over the set bits k of x, each c x^k spread to every byte and
     masked to the entries with bit k. Shifts and masks only: c may be secret."""
     p0 = np.int64(c) & 15
-    p1 = _times_x(p0)
-    p2 = _times_x(p1)
-    p3 = _times_x(p2)
+    p1 = times_x(p0)
+    p2 = times_x(p1)
+    p3 = times_x(p2)
     low = ((np.uint64(p0) * _SPREAD) & _ODD) ^ ((np.uint64(p1) * _SPREAD) & _PAIRS) \
         ^ ((np.uint64(p2) * _SPREAD) & _HIGH)
     return low, low ^ (np.uint64(p3) * _SPREAD)          # entries 8..15 have bit 3

@@ -5,7 +5,7 @@ outputs but the rank bit."""
 import numba as nb
 import numpy as np
 
-from ...gf16.kernels import gf16_mul
+from ...gf16.kernels import bit_mask, times_x
 from ...jit.cache import JIT_CACHE
 from ...jit.units import addresses
 from ...shake import shake256_into
@@ -19,15 +19,38 @@ _JIT = dict(cache=JIT_CACHE, nogil=True)  # nogil: batches run kernels on severa
 
 @nb.njit(**_JIT)
 def assemble_signature(V, O, x, n, s):
-    """s_i = (v_i + O x_i, x_i) for i < k, as k*n elements. Secret: V, O, x (the output is public)."""
+    """s_i = (v_i + O x_i, x_i) for i < k, as k*n elements. Secret: V, O, x (the output is public).
+
+    O x_i as sums of O's columns times the scalars of x_i, eight elements a word: the columns'
+    multiples x^t O[:, c] (t < 4) are made once, then each scalar's four bits select them
+    through masks, so a product is four ANDs and four XORs a word (one scalar product an
+    element, with its carry-less multiplication, was most of the time)."""
     k, v = V.shape
     o = O.shape[1]
-    for i in range(k):
+    vw = (v + 7) // 8                           # words of a column (zero-padded to whole words)
+    multiples = np.zeros(4 * o * 8 * vw, np.uint8)
+    for c in range(o):
+        base = c * 8 * vw
         for a in range(v):
-            acc = np.int64(V[i, a])
-            for c in range(o):
-                acc ^= gf16_mul(O[a, c], x[i * o + c])
-            s[i * n + a] = acc
+            multiples[base + a] = O[a, c]
+    step = o * 8 * vw
+    for t in range(1, 4):                       # x^t O[:, c] = x (x^(t-1) O[:, c])
+        for e in range(step):
+            multiples[t * step + e] = times_x(multiples[(t - 1) * step + e])
+    words = multiples.view(np.uint64)
+    acc = np.zeros(vw, np.uint64)
+    accb = acc.view(np.uint8)
+    for i in range(k):
+        acc[:] = 0
+        for c in range(o):
+            xc = x[i * o + c]
+            m0, m1, m2, m3 = bit_mask(xc, 0), bit_mask(xc, 1), bit_mask(xc, 2), bit_mask(xc, 3)
+            at = c * vw
+            for w in range(vw):
+                acc[w] ^= (words[at + w] & m0) ^ (words[o * vw + at + w] & m1) \
+                    ^ (words[2 * o * vw + at + w] & m2) ^ (words[3 * o * vw + at + w] & m3)
+        for a in range(v):
+            s[i * n + a] = V[i, a] ^ accb[a]
         for c in range(o):
             s[i * n + v + c] = x[i * o + c]
 
