@@ -162,18 +162,25 @@ def _accumulate_pairs(typingctx, tmp, src, s, step, shrink, count, tables, j0, p
             starts = [builder.add(builder.mul(builder.add(p0, i64(i)), i64(2 * W)), i64(half * W + 4 * b))
                       for i in range(size) for half in range(2) for b in range(blocks)]
 
+            # the term's source offset and its tables' row, carried from term to term
+            source, next_source = g.term_cursor(s_, step_, shrink_)
+            tables_at, next_tables = g.term_cursor(builder.mul(builder.add(builder.mul(j0_, pairs_), p0), i64(4)),
+                                                   builder.mul(pairs_, i64(4)), i64(0))
+
             def term(q, sums):
-                xs = g.blocks_at(src_data, g.term_offset(s_, step_, shrink_, q), sstep, kinds)
+                xs = g.blocks_at(src_data, source(), sstep, kinds)
                 halves = ([builder.and_(x, splat(x.type, 15)) for x in xs],
                           [builder.and_(builder.lshr(x, splat(x.type, 4)), splat(x.type, 15)) for x in xs])
-                row = builder.add(builder.mul(builder.add(j0_, q), pairs_), p0)
+                row = tables_at()
                 for i in range(size):
-                    table = g.blocks_at(table_data, builder.mul(builder.add(row, i64(i)), i64(4)), 0, [octets(32)])[0]
+                    table = g.blocks_at(table_data, builder.add(row, i64(4 * i)), 0, [octets(32)])[0]
                     for half in range(2):
                         for b in range(blocks):
                             acc = sums[(2 * i + half) * blocks + b]
                             builder.store(builder.xor(builder.load(acc), g.look_up(table, halves[half][b])),
                                           acc)
+                next_source()
+                next_tables()
             g.sums_over_terms(tmp_data, starts, kinds * (2 * size), count_, term)
 
         g.in_chunks(pairs_, G, run)
