@@ -52,9 +52,9 @@ def main() -> None:
     rng = np.random.default_rng(1)
     out = {}
 
-    # MAYO-2's system: m = 64 equations, k o = 68 unknowns (random, so full rank)
+    # MAYO-2's system: m = 64 equations, k o = 68 unknowns (random over all 64 bits of each word, so full rank)
     m, ko = 64, 68
-    system = (rng.integers(0, 2**63, (4, ko), dtype=np.uint64), rng.integers(0, 2**63, 4, dtype=np.uint64), m,
+    system = (rng.integers(0, 2**64, (4, ko), dtype=np.uint64), rng.integers(0, 2**64, 4, dtype=np.uint64), m,
               rng.integers(0, 16, ko, dtype=np.uint8), np.zeros(ko, np.uint8))
     out["mayo2 sample_solution_bitsliced"] = _least(_loop(mk.sample_solution_bitsliced), system, a.rounds, a.calls)
 
