@@ -58,7 +58,8 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     inner |= {getattr(mk.sign, n) for n in ("attempt_inputs", "encode_signature", "salt_and_target")}  # in signing
     inner |= {layout.put}
     inner |= {getattr(products, n) for n in ("_bit_masks", "_combine", "_mul_transposed_core")}
-    inner |= {layout.bitslice_into, whipping._shift_xor, whipping.whip_bitsliced, mk.whip_and_solve, gk.planes_times_x, gk.times_x}
+    inner |= {layout.bitslice_into, whipping._shift_xor, whipping.whip_bitsliced, mk.whip_and_solve, gk.planes_times_x,
+              gk.times_x}
     # the batch loops: public-data verification, and compositions of registered kernels
     public_only |= {bk.verdict, bk._equal, bk._element_scratch, bk.verify_chunk, bk.verify_chunk_encoded,
                     bk.verify_fresh_keys, bk.verify_fresh_keys_encoded, bk._element_inputs, bk._target,

@@ -28,8 +28,8 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic, overload
 
 from ..jit.cache import JIT_CACHE
-from .kernels import times_x
 from .blocks import Codegen, arrays_ok, lanes, octets, slot_words, widths
+from .kernels import times_x
 from .shuffle import accumulate_pairs, flush_pairs, pair_tables
 
 class _Codegen(Codegen):

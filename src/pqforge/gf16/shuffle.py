@@ -28,8 +28,8 @@ from numba.extending import intrinsic, overload
 
 from ..jit.cache import JIT_CACHE
 from ..jit.target import architecture
-from .kernels import times_x
 from .blocks import Codegen, arrays_ok, lanes, octets, slot_words, splat, widths
+from .kernels import times_x
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
 

@@ -23,8 +23,7 @@ def assemble_signature(V, O, x, n, s):
 
     O x_i as sums of O's columns times the scalars of x_i, eight elements a word: the columns'
     multiples x^t O[:, c] (t < 4) are made once, then each scalar's four bits select them
-    through masks, so a product is four ANDs and four XORs a word (one scalar product an
-    element, with its carry-less multiplication, was most of the time)."""
+    through masks: four ANDs and four XORs a word per scalar, no scalar product per element."""
     k, v = V.shape
     o = O.shape[1]
     vw = (v + 7) // 8                           # words of a column (zero-padded to whole words)

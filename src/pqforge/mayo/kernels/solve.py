@@ -278,7 +278,6 @@ def sample_solution_bitsliced(A, y, m, r, x):
         b = np.uint64(at_bit & 63)
         for p, cp in enumerate((c0, c1, c2, c3)):
             xw[p * limbs + lo] |= (((P[c, p * limbs + limbs - 1] >> top) ^ _parity(cp)) & one) << b
-    one = np.uint64(1)
     for c in range(ko):                             # x = r + (x - r), read at each column's position
         at_bit = c + off
         w, b = at_bit >> 6, np.uint64(at_bit & 63)
@@ -286,6 +285,7 @@ def sample_solution_bitsliced(A, y, m, r, x):
                                | (((xw[2 * limbs + w] >> b) & one) << np.uint64(2))
                                | (((xw[3 * limbs + w] >> b) & one) << np.uint64(3)))
     return full_rank
+
 
 # The largest kernel of signing: compiled once, on its own, and called through its address
 # (``sign.units()``) by every kernel that uses it.
