@@ -49,7 +49,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     public_only = {getattr(products, n) for n in ("packed_row_starts", "place_rows")}
     public_only |= {getattr(verify, n) for n in ("evaluate_public_sized", "public_pairs", "public_pairs_nibbles",
                                                  "_public_pairs_any", "_public_pairs_checked", "_public_pairs",
-                                                 "_drain_buckets", "_times_x", "_nibbles_times_x", "_aligned_zeros", "verify_sized",
+                                                 "_drain_buckets", "_times_x", "_aligned_zeros", "verify_sized",
                                                  "hash_target")}
     public_only |= {getattr(layout, n) for n in ("slots_to_bitsliced", "equals_nibbles", "encode_nibbles_into",
                                                  "keystream_to_slots")}
@@ -59,7 +59,7 @@ def test_every_secret_kernel_is_registered_for_the_trace_check():
     inner |= {layout.put}
     inner |= {getattr(products, n) for n in ("_bit_masks", "_combine", "_mul_transposed_core")}
     inner |= {layout.bitslice_into, whipping._shift_xor, whipping.whip_bitsliced, mk.whip_and_solve, gk.planes_times_x,
-              gk.times_x}
+              gk.times_x, gk.nibbles_times_x}
     # the batch loops: public-data verification, and compositions of registered kernels
     public_only |= {bk.verdict, bk._equal, bk._element_scratch, bk.verify_chunk, bk.verify_chunk_encoded,
                     bk.verify_fresh_keys, bk.verify_fresh_keys_encoded, bk._element_inputs, bk._target,

@@ -324,10 +324,15 @@ def _mayo_encoded_targets():
             return (_secret_seed(rng, p), p.pk_seed_bytes, np.zeros((p.v, p.o), np.uint8), p.m_bytes, p.zero_chunks,
                     forms, width)
 
-        def whole_sign(p, rng, fixed, forms=forms):     # signing from the message's, R's and the seed's bytes
+        def whole_sign(p, rng, fixed, forms=forms, width=width):     # signing from the message's, R's and the seed's bytes
             return (b"message", _hash_output(rng, p, p.salt_bytes), _secret_seed(rng, p), slots(p, rng),
-                    _el(rng, p.v, p.o), p.k, p.digest_bytes, p.m_bytes, np.array(p.f_tail, np.int64), p.zero_chunks,
-                    forms, units(), np.zeros(p.sig_bytes, np.uint8))
+                    _el(rng, p.v, p.o), p.k, p.pk_seed_bytes, p.digest_bytes, p.m_bytes, np.array(p.f_tail, np.int64),
+                    p.zero_chunks, forms, width, units(), np.zeros(p.sig_bytes, np.uint8))
+
+        def sign_from_seed(p, rng, fixed, forms=forms, width=width):    # the same under the compact key
+            return (b"message", _hash_output(rng, p, p.salt_bytes), _secret_seed(rng, p), np.zeros(0, np.uint64),
+                    np.zeros((p.v, p.o), np.uint8), p.k, p.pk_seed_bytes, p.digest_bytes, p.m_bytes,
+                    np.array(p.f_tail, np.int64), p.zero_chunks, forms, width, units(), np.zeros(p.sig_bytes, np.uint8))
 
         def products(p, rng, fixed, forms=forms):       # signing's products: V, P1 and L secret
             return (_el(rng, p.k, p.v), slots(p, rng), p.o, p.zero_chunks, forms,
@@ -367,6 +372,9 @@ def _mayo_encoded_targets():
                 Target(f"mayo-{name}-expand-secret-from-seed", f"secret-key expansion in one call, {name} set: "
                        "SHAKE256(seed_sk), decoding O, AES-128-CTR of the seed it gives, L (seed_sk secret)",
                        _k(gn, "expand_secret_from_seed"), expand_from_seed, secret_args=("seed_sk",), **algs),
+                Target(f"mayo-{name}-sign-from-seed", f"signing under the compact key in one call, {name} set: the "
+                       f"secret-key expansion, then as mayo-{name}-sign (R and seed_sk secret)", _k(gn, "sign"),
+                       sign_from_seed, secret_args=("rand", "seed_sk"), declassified=(RANK_BIT,), **algs),
             ]
     return found
 

@@ -148,6 +148,15 @@ def times_x(a):
 
 
 @nb.njit(**_INLINE)
+def nibbles_times_x(w):
+    """x times each of the nibble-packed elements of a uint64 word (up to 16): every nibble shifted
+    up one bit, its top bit fed back into bits 0 and 1 (x^4 = x + 1). Shifts and masks only, so w
+    may be secret."""
+    top = (w >> np.uint64(3)) & np.uint64(0x1111111111111111)
+    return ((w << np.uint64(1)) & np.uint64(0xEEEEEEEEEEEEEEEE)) ^ top ^ (top << np.uint64(1))
+
+
+@nb.njit(**_INLINE)
 def planes_times_x(b0, b1, b2, b3):
     """x times a bitsliced limb given as its four plane words: (b3, b0 ^ b3, b1, b2), because
     x * x^3 = x^4 = x + 1. Shifts nothing, so secret-safe."""

@@ -29,7 +29,7 @@ from numba.extending import intrinsic, overload
 from ..jit.cache import JIT_CACHE
 from ..jit.target import architecture
 from .blocks import Codegen, arrays_ok, lanes, octets, slot_words, splat, widths
-from .kernels import times_x
+from .kernels import nibbles_times_x
 
 _JIT = dict(cache=JIT_CACHE, nogil=True)
 
@@ -41,16 +41,16 @@ _SPREAD = np.uint64(0x0101010101010101)
 
 @nb.njit(**_JIT, inline="always")
 def _table_words(c):
-    """c's 16-entry product table T[x] = c x as two uint64 words (entries 0..7, then 8..15, one
-    byte each): the sum of c x^k over the set bits k of x, each c x^k spread to every byte and
-    masked to the entries with bit k. Shifts and masks only: c may be secret."""
-    p0 = np.int64(c) & 15
-    p1 = times_x(p0)
-    p2 = times_x(p1)
-    p3 = times_x(p2)
-    low = ((np.uint64(p0) * _SPREAD) & _ODD) ^ ((np.uint64(p1) * _SPREAD) & _PAIRS) \
-        ^ ((np.uint64(p2) * _SPREAD) & _HIGH)
-    return low, low ^ (np.uint64(p3) * _SPREAD)          # entries 8..15 have bit 3
+    """The entangled 16-entry table of the byte c = a | b << 4 (two scalars), T[x] = a x | (b x) << 4,
+    as two uint64 words (entries 0..7, then 8..15, one byte each): the sum of c x^k over the set
+    bits k of x, where c x^k multiplies both nibbles at once (``nibbles_times_x``), each spread to
+    every byte and masked to the entries with bit k. Shifts and masks only: c may be secret."""
+    p0 = np.uint64(c) & np.uint64(0xFF)
+    p1 = nibbles_times_x(p0)
+    p2 = nibbles_times_x(p1)
+    p3 = nibbles_times_x(p2)
+    low = ((p0 * _SPREAD) & _ODD) ^ ((p1 * _SPREAD) & _PAIRS) ^ ((p2 * _SPREAD) & _HIGH)
+    return low, low ^ (p3 * _SPREAD)          # entries 8..15 have bit 3
 
 
 @nb.njit(**_JIT)
@@ -65,10 +65,8 @@ def pair_tables(B):
     out = np.empty((R * P, 4), np.uint64)
     for r in range(R):
         for p in range(P):
-            a_low, a_high = _table_words(B[r, 2 * p])
-            b_low, b_high = _table_words(B[r, 2 * p + 1] if 2 * p + 1 < C else 0)
-            low = a_low | (b_low << np.uint64(4))
-            high = a_high | (b_high << np.uint64(4))
+            b = B[r, 2 * p + 1] if 2 * p + 1 < C else 0      # (public positions)
+            low, high = _table_words((np.int64(B[r, 2 * p]) & 15) | ((np.int64(b) & 15) << 4))
             out[r * P + p, 0] = low
             out[r * P + p, 1] = high
             out[r * P + p, 2] = low

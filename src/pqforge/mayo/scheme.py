@@ -305,11 +305,7 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
     k = params.k
     rand = rng(params.salt_bytes)
     if sets.ENCODED and esk.slots is not None:
-        sig = np.empty(params.sig_bytes, np.uint8)
-        if encoded_set.sign(msg, rand, esk.seed_sk, esk.slots, esk.O, k, params.digest_bytes, params.m_bytes,
-                            params.f_tail_array, params.zero_chunks, sets.FORMS, kernels.units(), sig):
-            return sig.tobytes()
-        raise InvalidKey(NO_FULL_RANK)
+        return _sign_on_encoding(params, msg, rand, esk.seed_sk, esk.slots, esk.O)
     digest = shake256(msg, params.digest_bytes)
     salt = shake256(digest + rand + esk.seed_sk, params.salt_bytes)
     t_bytes = shake256(digest + salt, params.m_bytes)             # t = Decode_vec(m, SHAKE256(M_digest || salt))
@@ -327,6 +323,34 @@ def sign(params: MayoParams, esk: ExpandedSecretKey, msg: bytes, rng) -> bytes:
 
 
 _COUNTERS = [bytes([ctr]) for ctr in range(256)]
+
+
+def sign_compact(params: MayoParams, csk: bytes, msg: bytes, rng) -> bytes:
+    """``sign`` under the compact secret key ``csk``: where ``FROM_SEED``, the key is expanded
+    inside the compiled signing (one call, no expanded key object); elsewhere by ``expand_sk``."""
+    if not FROM_SEED:
+        return sign(params, expand_sk(params, csk), msg, rng)
+    return _sign_from_seed(params, csk, msg, rng)
+
+
+@compiling("sign")
+def _sign_from_seed(params: MayoParams, csk: bytes, msg: bytes, rng) -> bytes:
+    return _sign_on_encoding(params, msg, rng(params.salt_bytes), csk, _NO_SLOTS,
+                             np.empty((params.v, params.o), np.uint8))
+
+
+_NO_SLOTS = np.empty(0, np.uint64)
+"""The expanded-key argument of the encoded signing under a compact key: made inside."""
+
+
+def _sign_on_encoding(params: MayoParams, msg: bytes, rand: bytes, seed_sk: bytes, slots: np.ndarray,
+                      O: np.ndarray) -> bytes:
+    sig = np.empty(params.sig_bytes, np.uint8)
+    if encoded_set.sign(msg, rand, seed_sk, slots, O, params.k, params.pk_seed_bytes, params.digest_bytes,
+                        params.m_bytes, params.f_tail_array, params.zero_chunks, sets.FORMS, aes_width(),
+                        kernels.units(), sig):
+        return sig.tobytes()
+    raise InvalidKey(NO_FULL_RANK)
 
 
 def verify(params: MayoParams, epk: ExpandedPublicKey, msg: bytes, sig: bytes) -> bool:

@@ -57,8 +57,11 @@ def check_count(n: Any, what: str) -> int:
 
 
 def checked_rng(rng: Callable[[int], bytes] | None) -> Callable[[int], bytes]:
-    """An rng that fails loudly when the supplied callable does not return n bytes."""
-    source = system_rng if rng is None else rng
+    """An rng that fails loudly when the supplied callable does not return n bytes; for None the
+    system's, which always does (unchecked: the checks cost as much as the draw)."""
+    if rng is None:
+        return system_rng
+    source = rng
     if not callable(source):
         raise InvalidType(f"rng must be a callable n -> bytes, not {type(source).__name__}")
 

@@ -45,8 +45,8 @@ _CHUNKS = sorted({len(p.zero_chunks) for p in ROUND2})      # the encoded kernel
 _FORMS = {name: typeof(sets.forms_of(name)) for name in sets.NAMES if name != "portable"}   # of ``sets.FORMS``
 _aes = {name: typeof((0,) * sets.aes_width(name, sets.cpu_features())) for name in _FORMS}   # of ``aes_width()``
 SIGN = {
-    **{name: {chunks: Ahead(encoded.sign, (_bytes, _bytes, _bytes, _u64[1], _u8[2], _int, _int, _int, _tail,
-                                           types.UniTuple(_int, chunks), forms, _addresses, _u8[1]))
+    **{name: {chunks: Ahead(encoded.sign, (_bytes, _bytes, _bytes, _u64[1], _u8[2], _int, _int, _int, _int, _tail,
+                                           types.UniTuple(_int, chunks), forms, _aes[name], _addresses, _u8[1]))
               for chunks in _CHUNKS} for name, forms in _FORMS.items()},
     "portable": dict.fromkeys(_LIMBS, Ahead(sign.sign_from_hashes, (_bytes, _bytes, _u64[2], _u64[3], _u8[2], _int,
                                                                      _tail, _addresses, _u8[1]))),

@@ -225,13 +225,19 @@ def sign_attempt(V, r, slots, o, t, f_tail, chunks, like, x, units):
 
 
 @nb.njit(**_JIT)
-def sign(msg, rand, seed_sk, slots, O, k, digest_bytes, m_bytes, f_tail, chunks, like, units, sig):
+def sign(msg, rand, seed_sk, slots, O, k, seed_bytes, digest_bytes, m_bytes, f_tail, chunks, like, width, units, sig):
     """MAYO.Sign from the bytes of the message, the randomness and the secret seed, in one
     compiled call: the hashes before the attempts (``salt_and_target``), then for ctr = 0, 1, ...
     V || r = SHAKE256(M_digest || salt || seed_sk || ctr) and an attempt on P1 || L in their
     encoding (``sign_attempt``) until one has full rank, whose signature encode(s) || salt is
-    written into ``sig`` (sig_bytes). Returns whether one had within 256 counters. Secret: rand,
-    seed_sk, slots, O and what comes of them; the salt, t and each attempt's rank bit are public."""
+    written into ``sig`` (sig_bytes). Returns whether one had within 256 counters. With empty
+    ``slots`` the key is expanded here first (``expand_secret_from_seed``: seed_pk of
+    ``seed_bytes`` bytes, AES ``width`` blocks an instruction, O written into ``O``), so that a
+    compact key signs in one call, as the C code's crypto_sign does: returning the expanded key
+    to Python and taking it back cost more than the call itself. Secret: rand, seed_sk, slots, O
+    and what comes of them; the salt, t, each attempt's rank bit and len(slots) are public."""
+    if len(slots) == 0:
+        slots = expand_secret_from_seed(seed_sk, seed_bytes, O, m_bytes, chunks, like, width)
     v, o = O.shape
     seed = np.frombuffer(seed_sk, np.uint8)
     salt_bytes = len(rand)

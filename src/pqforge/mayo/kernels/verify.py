@@ -5,7 +5,7 @@ Public data only."""
 import numba as nb
 import numpy as np
 
-from ...gf16.kernels import planes_times_x, xor_block
+from ...gf16.kernels import nibbles_times_x, planes_times_x, xor_block
 from ...jit.cache import JIT_CACHE
 from ...jit.units import addresses
 from ...shake import shake256_into
@@ -37,23 +37,15 @@ def _aligned_zeros(count):
 @nb.njit(inline="always", **_JIT)
 def _times_x(a, limbs, nibbles):
     """a <- x * a for one W-word m-vector in an array: bitsliced (``planes_times_x`` per limb) or
-    nibble-packed (``nibbles`` non-empty, ``_nibbles_times_x`` per word)."""
+    nibble-packed (``nibbles`` non-empty, ``nibbles_times_x`` per word)."""
     L = len(limbs)
     if len(nibbles):
         for q in range(4 * L):
-            a[q] = _nibbles_times_x(a[q])
+            a[q] = nibbles_times_x(a[q])
     else:
         for q in range(L):
             a[q], a[L + q], a[2 * L + q], a[3 * L + q] = planes_times_x(a[q], a[L + q], a[2 * L + q],
                                                                          a[3 * L + q])
-
-
-@nb.njit(inline="always", **_JIT)
-def _nibbles_times_x(w):
-    """x times each of the 16 nibble-packed elements of a word: every nibble shifted up one bit,
-    its top bit fed back into bits 0 and 1 (x^4 = x + 1)."""
-    top = (w >> np.uint64(3)) & np.uint64(0x1111111111111111)
-    return ((w << np.uint64(1)) & np.uint64(0xEEEEEEEEEEEEEEEE)) ^ top ^ (top << np.uint64(1))
 
 
 @nb.njit(inline="always", **_JIT)
@@ -70,7 +62,7 @@ def _drain_buckets(bins, base, out, at, acc, limbs, nibbles):
         for q in range(4):
             a = np.uint64(0)
             for t in range(3, -1, -1):
-                a = _nibbles_times_x(a)
+                a = nibbles_times_x(a)
                 for v in range(16):
                     if (v >> t) & 1:
                         a ^= bins[base + 4 * v + q]
