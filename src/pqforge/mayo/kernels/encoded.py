@@ -89,18 +89,20 @@ def public_key_from_slots(slots, oil, v, o, chunks, like, out):
     for c in range(o):
         row_accumulate(tmp, slots, q0 + c * W, o * W, 0, v, forms, 0, o, chunks)
         row_flush(P3, c * W, o * W, tmp, o, chunks, like)
-    entry = np.zeros(W, np.uint64)                            # Upper: P3[i, j] + P3[j, i] above the diagonal
-    entry_bytes = entry.view(np.uint8)
-    at = 0
-    for i in range(o):
-        for j in range(i, o):
-            for w in range(W):
-                entry[w] = P3[(i * o + j) * W + w]
-                if j != i:
-                    entry[w] ^= P3[(j * o + i) * W + w]
-            for b in range(mb):
-                out[at + b] = entry_bytes[b]
-            at += mb
+    # Upper: P3[i, i], then P3[i, j] + P3[j, i] right of the diagonal, row by row; unsigned
+    # indices (numba adds no wraparound for them), so LLVM vectorises the byte loops
+    P3b, ou, mbu, slot = P3.view(np.uint8), np.uint64(o), np.uint64(mb), np.uint64(8 * W)
+    at = np.uint64(0)
+    for i in range(ou):
+        d = (i * ou + i) * slot
+        for b in range(mbu):
+            out[at + b] = P3b[d + b]
+        at += mbu
+        for j in range(i + np.uint64(1), ou):
+            above, below = (i * ou + j) * slot, (j * ou + i) * slot
+            for b in range(mbu):
+                out[at + b] = P3b[above + b] ^ P3b[below + b]
+            at += mbu
 
 
 @nb.njit(**_JIT, inline="always")
