@@ -16,9 +16,9 @@ from ..jit.cache import compiling as notice
 from ..jit.units import Ahead, obtain, prefetch
 from . import decode
 from .benes import bitrev_planes, control_bits, sort_network
-from .decode import decap_preimage_bytes
+from .decode import decapsulation
 from .gf import genpoly, vec_from_scalars, vec_mul, vec_square
-from .matrix import encap_preimage, eliminate_rows, move_pivot_columns, pack_public_key, parity_check_matrix
+from .matrix import encapsulation, eliminate_rows, move_pivot_columns, pack_public_key, parity_check_matrix
 from .params import Params
 
 COMPILE_SECONDS = {"keygen": 6, "public key": 6, "encapsulation": 2, "decapsulation": 7}
@@ -46,10 +46,10 @@ KEYGEN = (
 """Key generation's kernels, the longest to compile first (so that the processes sharing them
 finish together)."""
 _bytes = types.Bytes(types.uint8, 1, "C", readonly=True)
-ENCAPSULATION = (Ahead(encap_preimage, (_bytes, _bytes, _int, _int, _int, _int, _int)),)
+ENCAPSULATION = (Ahead(encapsulation, (_bytes, _bytes, _int, _int, _int, _int, _int, _u8)),)
 DECODING = (decode.POWER_SUMS, decode.MONIC, *decode.LOCATOR.values(),
-            Ahead(decap_preimage_bytes, (_bytes, _bytes, _int, _int, _int, types.boolean, _int, _i64_ro, *[_i64[3]] * 3, _i64[2],
-                                         *[_i64[3]] * 3, types.UniTuple(_int, len(decode.units_of(12))))),
+            Ahead(decapsulation, (_bytes, _bytes, _int, _int, _int, types.boolean, _int, _i64_ro, *[_i64[3]] * 3, _i64[2],
+                                  *[_i64[3]] * 3, types.UniTuple(_int, len(decode.units_of(12))), _u8)),
             decode.BENES, *decode.INVERSE_SQUARE.values(),
             Ahead(vec_square, (_i64[2], _i64[2], _int, _i64_ro)), Ahead(bitrev_planes, (_int,)),
             Ahead(vec_mul, (_i64[2], _i64[2], _i64[2], _int, _i64_ro)))

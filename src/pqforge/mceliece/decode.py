@@ -16,6 +16,7 @@ from .matrix import load_le64
 from .._barrier import declassify
 from ..jit.cache import JIT_CACHE
 from ..jit.units import Unit, addresses
+from ..shake import shake256_into
 
 
 @njit(cache=JIT_CACHE)
@@ -229,7 +230,7 @@ def pivot_field_ok(sk, semi_systematic):
     return declassify(np.int64(ok))
 
 
-@njit(cache=JIT_CACHE)
+@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside decapsulation
 def decap_preimage_bytes(ct, sk, m, n, t, semi_systematic, fpoly, taps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers,
                          sy_Uw, sy_Ub, units):
     """``decap_preimage`` on the ciphertext and private key as bytes (the submission's layout:
@@ -250,3 +251,17 @@ def decap_preimage_bytes(ct, sk, m, n, t, semi_systematic, fpoly, taps, ev_power
     s = np.frombuffer(sk, dtype=np.uint8)[at:at + (n >> 3)]
     return 1, decap_preimage(np.frombuffer(ct, dtype=np.uint8), g, cond, s, m, n, t, fpoly, taps, ev_powers,
                              ev_Uw, ev_Ub, xt, sy_powers, sy_Uw, sy_Ub, units)
+
+
+@njit(cache=JIT_CACHE)
+def decapsulation(ct, sk, m, n, t, semi_systematic, fpoly, taps, ev_powers, ev_Uw, ev_Ub, xt, sy_powers, sy_Uw,
+                  sy_Ub, units, key):
+    """Decapsulation in one compiled call: ``decap_preimage_bytes``, then key = SHAKE256(b | v | C)
+    (32 bytes) and the hash input cleared. Returns the status of ``decap_preimage_bytes`` (key is
+    written when it is 1). Secret: sk, the hash input and key."""
+    status, pre = decap_preimage_bytes(ct, sk, m, n, t, semi_systematic, fpoly, taps, ev_powers, ev_Uw, ev_Ub, xt,
+                                       sy_powers, sy_Uw, sy_Ub, units)
+    if status == 1:
+        shake256_into(pre, key, np.empty(25, dtype=np.uint64))
+        pre[:] = 0
+    return status

@@ -13,6 +13,7 @@ from numba.extending import intrinsic, overload
 
 from .gf import bit_mask, secret_mask, vec_eval_table, vec_inv, vec_mul_table, vec_times_z_table
 from ..jit.cache import JIT_CACHE
+from ..shake import shake256_into
 
 
 @njit(cache=JIT_CACHE)
@@ -300,7 +301,7 @@ def padding_ok(pk, mt, row_bytes, k):
     return 1 if bad == 0 else 0
 
 
-@njit(cache=JIT_CACHE)
+@njit(cache=JIT_CACHE, inline="always")     # compiled once, inside encapsulation
 def encap_preimage(buf, pk, n, t, m, mt, row_bytes):
     """Encapsulation's compiled part: (ok, 1 | e | C), the hash input of the shared secret, with
     e from FixedWeight's random bytes buf and C = H e (pk as for syndrome_from_public_key).
@@ -329,3 +330,20 @@ def encap_preimage(buf, pk, n, t, m, mt, row_bytes):
     for i in range(sb):
         out[1 + nb + i] = C[i]
     return 1, out
+
+
+@njit(cache=JIT_CACHE)
+def encapsulation(buf, pk, n, t, m, mt, row_bytes, out):
+    """Encapsulation after drawing its random bytes, in one compiled call: ``encap_preimage``, then
+    out = C || K with K = SHAKE256(1 | e | C) (out: the ciphertext's length plus 32), and the
+    hash input cleared. Returns ok as ``encap_preimage`` (out is written when it is 1). Secret:
+    buf, e and K."""
+    ok, pre = encap_preimage(buf, pk, n, t, m, mt, row_bytes)
+    if ok == 1:
+        ct_bytes = out.shape[0] - 32
+        start = pre.shape[0] - ct_bytes
+        for i in range(ct_bytes):
+            out[i] = pre[start + i]
+        shake256_into(pre, out[ct_bytes:], np.empty(25, dtype=np.uint64))
+        pre[:] = 0
+    return ok

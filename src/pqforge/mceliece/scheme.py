@@ -21,10 +21,10 @@ from ..symmetric import shake256
 from .benes import bitrev_planes, control_bits, sort_network, support_from_control_bits
 from . import decode
 from .ahead import compiling
-from .decode import decap_preimage_bytes, goppa_encoding_ok, pivot_field_ok
+from .decode import decapsulation, goppa_encoding_ok, pivot_field_ok
 from .fft import fft_constants, fft_size
 from .gf import field_poly, genpoly, vec_from_scalars, vec_mul, vec_square
-from .matrix import (encap_preimage, eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key,
+from .matrix import (encapsulation, eliminate_rows, fixed_weight_indices, move_pivot_columns, pack_public_key,
                      padding_ok, parity_check_matrix)
 from .params import Params
 
@@ -160,7 +160,7 @@ def _private_key_bytes(p: Params, sk) -> bytes:
 
 
 def _format_error(p: Params, status: int) -> InvalidKey:
-    """The error for a private key that ``decap_preimage_bytes`` refused with ``status``."""
+    """The error for a private key that ``decapsulation`` refused with ``status``."""
     what = "pivot field" if status < 0 else "Goppa polynomial encoding"
     return InvalidKey(f"{p.name} private key has an invalid {what}")
 
@@ -243,14 +243,14 @@ def encapsulate(p: Params, pk, rng=None) -> tuple[bytes, bytes]:
     pk = _public_key_bytes(p, pk)
     attempts = ATTEMPTS_AT_ONCE if rng is None else 1
     rng = _rng(rng)
+    out = np.empty(p.ciphertext_size + 32, dtype=np.uint8)      # C || K
     while True:
-        ok, pre = encap_preimage(_weight_bytes(p, rng, attempts), pk, p.n, p.t, p.m, p.mt, p.pk_row_bytes)
+        ok = encapsulation(_weight_bytes(p, rng, attempts), pk, p.n, p.t, p.m, p.mt, p.pk_row_bytes, out)
         if ok < 0:
             raise _padding_error(p)
-        if ok:                              # pre = 1 | e | C, hashed from the array: no bytes copy of e
-            ciphertext = pre[1 + p.n // 8:].tobytes()
-            shared = hashlib.shake_256(pre).digest(32)
-            pre.fill(0)
+        if ok:
+            ciphertext, shared = out[:p.ciphertext_size].tobytes(), out[p.ciphertext_size:].tobytes()
+            out.fill(0)
             return ciphertext, shared
 
 
@@ -262,11 +262,12 @@ def decapsulate(p: Params, sk, ct) -> bytes:
     sk = _private_key_bytes(p, sk)
     ct = check_ciphertext(p, ct)
     consts = _DECODING.get(p.name) or decoding_constants(p)
-    status, pre = decap_preimage_bytes(ct, sk, p.m, p.n, p.t, p.semi_systematic, *consts, decode.units(p.m))
+    key = np.empty(32, dtype=np.uint8)
+    status = decapsulation(ct, sk, p.m, p.n, p.t, p.semi_systematic, *consts, decode.units(p.m), key)
     if status <= 0:
         raise _format_error(p, status)
-    shared = hashlib.shake_256(pre).digest(32)      # from the array: no bytes copy of e or s to outlive it
-    pre.fill(0)
+    shared = key.tobytes()
+    key.fill(0)
     return shared
 
 
