@@ -9,7 +9,6 @@ decapsulation, with the byte encodings of the Round 4 submission.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from functools import lru_cache
