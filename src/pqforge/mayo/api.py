@@ -40,32 +40,34 @@ def expand_pk(params: ParamsLike, pk: BytesLike) -> bytes:
 
 def sign(params: ParamsLike, sk: BytesLike, msg: BytesLike, rng: Rng | None = None) -> bytes:
     p = resolve(params)
-    if type(msg) is not bytes:       # (the checks of the common case inline: each call costs)
+    if type(msg) is not bytes:       # (the common case's checks inline: each call costs)
         msg = require_bytes(msg, "message")
-    if not (type(sk) is bytes and len(sk) == p.csk_bytes):
-        sk = check_secret_key(p, sk)
-        if len(sk) != p.csk_bytes:
-            return scheme.sign(p, expanded_secret(p, sk), msg, checked_rng(rng))
-    return scheme.sign_compact(p, sk, msg, checked_rng(rng))
+    if type(sk) is bytes and len(sk) == p.csk_bytes:
+        key = sk
+    else:
+        key = check_secret_key(p, sk)
+    if len(key) == p.csk_bytes:
+        return scheme.sign_compact(p, key, msg, checked_rng(rng))
+    return scheme.sign(p, expanded_secret(p, key), msg, checked_rng(rng))
 
 
 def verify(params: ParamsLike, pk: BytesLike, msg: BytesLike, sig: BytesLike) -> bool:
     """Whether ``sig`` is a valid signature of ``msg``; a signature of the wrong length is just
     not valid (False). A malformed key or a wrong type raises."""
     p = resolve(params)
-    compact = type(pk) is bytes and len(pk) == p.cpk_bytes     # (the common case's checks inline)
-    if not compact:
-        pk = check_public_key(p, pk)
-        compact = len(pk) == p.cpk_bytes
+    if type(pk) is bytes and len(pk) == p.cpk_bytes:    # (the common case's checks inline: each call costs)
+        key = pk
+    else:
+        key = check_public_key(p, pk)
     if type(msg) is not bytes:
         msg = require_bytes(msg, "message")
     if type(sig) is not bytes:      # (the message names the set: built only when it may be needed)
         sig = require_bytes(sig, f"{p.name} signature")
     if len(sig) != p.sig_bytes:
         return False
-    if compact:
-        return scheme.verify_compact(p, pk, msg, sig)
-    return scheme.verify(p, expanded_public(p, pk), msg, sig)
+    if len(key) == p.cpk_bytes:
+        return scheme.verify_compact(p, key, msg, sig)
+    return scheme.verify(p, expanded_public(p, key), msg, sig)
 
 
 def sign_nist(params: ParamsLike, sk: BytesLike, msg: BytesLike, rng: Rng | None = None) -> bytes:
