@@ -158,10 +158,33 @@ FROM_SEED = sets.ENCODED and sets.AES_WIDTH > 0
 compiled call each, SHAKE256 and AES-128-CTR included (an encoded kernel set on a CPU with AES
 instructions)."""
 
+_KEPT: dict[tuple[str, int], tuple] = {}
+
+
+def _kept(operation: str, params: MayoParams) -> tuple | None:
+    """The public arguments after the data of ``operation``'s compiled call (one call each where
+    ``FROM_SEED``) for ``params`` and the kernel set in use, once a call through ``compiling``
+    has built them (``_keep``); else None. Building them (attributes, the AES width, the units'
+    addresses) and the ``compiling`` wrapper took about 1.5 µs of MAYO-2's 20-µs verification."""
+    kept = _KEPT.get((operation, id(params)))
+    if kept is not None and kept[0] is params and kept[1] is sets.FORMS:
+        return kept[2]
+    return None
+
+
+def _keep(operation: str, params: MayoParams, args: tuple) -> tuple:
+    _KEPT[(operation, id(params))] = (params, sets.FORMS, args)
+    return args
+
 
 def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
     """(cpk, csk) with csk = seed_sk drawn from ``rng`` (the specification's MAYO.CompactKeyGen)."""
     seed_sk = rng(params.sk_seed_bytes)
+    kept = _kept("keygen", params) if FROM_SEED else None
+    if kept is not None:            # (``public_key_from_seed``'s one compiled call, its arguments kept)
+        cpk = np.empty(params.cpk_bytes, np.uint8)
+        encoded_set.public_key_from_seed(seed_sk, *kept, cpk)
+        return cpk.tobytes(), seed_sk
     return public_key_from_seed(params, seed_sk), seed_sk
 
 
@@ -170,8 +193,8 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     if FROM_SEED:                   # all of key generation in one compiled call, the hash included
         cpk = np.empty(params.cpk_bytes, np.uint8)
-        encoded_set.public_key_from_seed(seed_sk, params.v, params.o, params.m_bytes, params.zero_chunks, sets.FORMS,
-                                         aes_width(), cpk)
+        encoded_set.public_key_from_seed(seed_sk, *_keep("keygen", params, (
+            params.v, params.o, params.m_bytes, params.zero_chunks, sets.FORMS, aes_width())), cpk)
         return cpk.tobytes()
     encoded = np.empty(params.P3_bytes, np.uint8)
     seed_pk, o_bytes = seed_expansion(params, seed_sk)
@@ -330,6 +353,10 @@ def sign_compact(params: MayoParams, csk: bytes, msg: bytes, rng) -> bytes:
     inside the compiled signing (one call, no expanded key object); elsewhere by ``expand_sk``."""
     if not FROM_SEED:
         return sign(params, expand_sk(params, csk), msg, rng)
+    kept = _kept("sign", params)
+    if kept is not None:            # (``_sign_from_seed``'s one compiled call, its arguments kept)
+        return _sign_on_encoding(params, msg, rng(params.salt_bytes), csk, _NO_SLOTS,
+                                 np.empty((params.v, params.o), np.uint8), kept)
     return _sign_from_seed(params, csk, msg, rng)
 
 
@@ -344,11 +371,12 @@ _NO_SLOTS = np.empty(0, np.uint64)
 
 
 def _sign_on_encoding(params: MayoParams, msg: bytes, rand: bytes, seed_sk: bytes, slots: np.ndarray,
-                      O: np.ndarray) -> bytes:
+                      O: np.ndarray, kept: tuple | None = None) -> bytes:
     sig = np.empty(params.sig_bytes, np.uint8)
-    if encoded_set.sign(msg, rand, seed_sk, slots, O, params.k, params.pk_seed_bytes, params.digest_bytes,
-                        params.m_bytes, params.f_tail_array, params.zero_chunks, sets.FORMS, aes_width(),
-                        kernels.units(), sig):
+    if kept is None:
+        kept = _keep("sign", params, (params.k, params.pk_seed_bytes, params.digest_bytes, params.m_bytes,
+                                      params.f_tail_array, params.zero_chunks, sets.FORMS, aes_width(), kernels.units()))
+    if encoded_set.sign(msg, rand, seed_sk, slots, O, *kept, sig):
         return sig.tobytes()
     raise InvalidKey(NO_FULL_RANK)
 
@@ -368,6 +396,9 @@ def verify_compact(params: MayoParams, cpk: bytes, msg: bytes, sig: bytes) -> bo
     ``expand_pk``."""
     if not FROM_SEED:
         return verify(params, expand_pk(params, cpk), msg, sig)
+    kept = _kept("verify", params)
+    if kept is not None:            # (``_verify_on_encoding``'s one compiled call, its arguments kept)
+        return bool(encoded_set.verify(sig, msg, _NO_KEY, cpk, *kept))
     return _verify_on_encoding(params, sig, msg, _NO_KEY, cpk)
 
 
@@ -387,9 +418,9 @@ _NO_KEY = np.empty(0, np.uint8)
 
 @compiling("verify")
 def _verify_on_encoding(params: MayoParams, sig: bytes, msg: bytes, epk: np.ndarray, cpk: bytes) -> bool:
-    return bool(encoded_set.verify(sig, msg, epk, cpk, params.k, params.n, params.v, params.m_bytes,
-                                   params.digest_bytes, params.zero_chunks, sets.FORMS, params.f_tail_array,
-                                   aes_width(), kernels.verify_units()))
+    return bool(encoded_set.verify(sig, msg, epk, cpk, *_keep("verify", params, (
+        params.k, params.n, params.v, params.m_bytes, params.digest_bytes, params.zero_chunks, sets.FORMS,
+        params.f_tail_array, aes_width(), kernels.verify_units()))))
 
 
 @compiling("verify")

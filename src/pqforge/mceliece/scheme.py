@@ -260,14 +260,25 @@ def decapsulate(p: Params, sk, ct) -> bytes:
     """Shared secret for ciphertext ct; a ciphertext that does not decode gives SHAKE256(0 | s | C)."""
     sk = _private_key_bytes(p, sk)
     ct = check_ciphertext(p, ct)
-    consts = _DECODING.get(p.name) or decoding_constants(p)
     key = np.empty(32, dtype=np.uint8)
-    status = decapsulation(ct, sk, p.m, p.n, p.t, p.semi_systematic, *consts, decode.units(p.m), key)
+    status = decapsulation(ct, sk, *(_DECAPSULATION.get(p.name) or _decapsulation_arguments(p)), key)
     if status <= 0:
         raise _format_error(p, status)
     shared = key.tobytes()
     key.fill(0)
     return shared
+
+
+_DECAPSULATION: dict = {}
+
+
+def _decapsulation_arguments(p: Params) -> tuple:
+    """``decapsulation``'s public arguments between the private key and the output: the sizes,
+    ``decoding_constants`` and the units' addresses, kept by name once the units are in this
+    process (building them took about half a microsecond a call)."""
+    args = (p.m, p.n, p.t, p.semi_systematic, *decoding_constants(p), decode.units(p.m))
+    _DECAPSULATION[p.name] = args
+    return args
 
 
 _DECODING: dict = {}
