@@ -507,16 +507,20 @@ def fft_transposed(E, Uw, Ub, powers, m):
     block = N >> D
     C = np.zeros((m, BLOCK), dtype=np.int64)
     if block == 32:
-        # two blocks to a word: XOR folds bring each half's parity to its first bit (0 and 32)
+        # two blocks to a word: XOR folds bring each half's parity to its first bit (0 and 32);
+        # the 32 words of one word of C gathered in a loop of their own, which vectorises
         for k in range(m):
-            for w in range(nw):
-                x = E[k, w]
-                x ^= x >> 16
-                x ^= x >> 8
-                x ^= x >> 4
-                x ^= x >> 2
-                x ^= x >> 1
-                C[k, w >> 5] |= ((x & 1) | ((x >> 31) & 2)) << ((2 * w) & 63)
+            for c in range(nw >> 5):
+                acc = 0
+                for i in range(32):
+                    x = E[k, 32 * c + i]
+                    x ^= x >> 16
+                    x ^= x >> 8
+                    x ^= x >> 4
+                    x ^= x >> 2
+                    x ^= x >> 1
+                    acc |= ((x & 1) | ((x >> 31) & 2)) << (2 * i)
+                C[k, c] = acc
     else:
         for k in range(m):
             for p in range(K):
