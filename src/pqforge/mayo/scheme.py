@@ -165,7 +165,7 @@ def _kept(operation: str, params: MayoParams) -> tuple | None:
     """The public arguments after the data of ``operation``'s compiled call (one call each where
     ``FROM_SEED``) for ``params`` and the kernel set in use, once a call through ``compiling``
     has built them (``_keep``); else None. Building them (attributes, the AES width, the units'
-    addresses) and the ``compiling`` wrapper took about 1.5 µs of MAYO-2's 20-µs verification."""
+    addresses) and the ``compiling`` wrapper took about a microsecond of MAYO-2's 20-µs verification."""
     kept = _KEPT.get((operation, id(params)))
     if kept is not None and kept[0] is params and kept[1] is sets.FORMS:
         return kept[2]
