@@ -375,7 +375,8 @@ def _sign_on_encoding(params: MayoParams, msg: bytes, rand: bytes, seed_sk: byte
     sig = np.empty(params.sig_bytes, np.uint8)
     if kept is None:
         kept = _keep("sign", params, (params.k, params.pk_seed_bytes, params.digest_bytes, params.m_bytes,
-                                      params.f_tail_array, params.zero_chunks, sets.FORMS, aes_width(), kernels.units()))
+                                      params.f_tail_array, params.zero_chunks, sets.FORMS, aes_width(),
+                                      kernels.units()))
     if encoded_set.sign(msg, rand, seed_sk, slots, O, *kept, sig):
         return sig.tobytes()
     raise InvalidKey(NO_FULL_RANK)
