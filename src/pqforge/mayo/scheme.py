@@ -182,9 +182,7 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
     seed_sk = rng(params.sk_seed_bytes)
     kept = _kept("keygen", params) if FROM_SEED else None
     if kept is not None:            # (``public_key_from_seed``'s one compiled call, its arguments kept)
-        cpk = np.empty(params.cpk_bytes, np.uint8)
-        encoded_set.public_key_from_seed(seed_sk, *kept, cpk)
-        return cpk.tobytes(), seed_sk
+        return _public_key_on_encoding(params, seed_sk, kept), seed_sk
     return public_key_from_seed(params, seed_sk), seed_sk
 
 
@@ -192,10 +190,7 @@ def compact_keygen(params: MayoParams, rng) -> tuple[bytes, bytes]:
 def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     """cpk = seed_pk || Encode(Upper(O^T P1 O + O^T P2)) for the secret seed."""
     if FROM_SEED:                   # all of key generation in one compiled call, the hash included
-        cpk = np.empty(params.cpk_bytes, np.uint8)
-        encoded_set.public_key_from_seed(seed_sk, *_keep("keygen", params, (
-            params.v, params.o, params.m_bytes, params.zero_chunks, sets.FORMS, aes_width())), cpk)
-        return cpk.tobytes()
+        return _public_key_on_encoding(params, seed_sk)
     encoded = np.empty(params.P3_bytes, np.uint8)
     seed_pk, o_bytes = seed_expansion(params, seed_sk)
     if sets.ENCODED:                 # O's elements straight from its encoding, inside the kernel
@@ -204,6 +199,15 @@ def public_key_from_seed(params: MayoParams, seed_sk: bytes) -> bytes:
     else:
         kernels.public_key_from_stream(public_stream(params, seed_pk), decode_oil(params, o_bytes), params.m, encoded)
     return seed_pk + encoded.tobytes()
+
+
+def _public_key_on_encoding(params: MayoParams, seed_sk: bytes, kept: tuple | None = None) -> bytes:
+    if kept is None:
+        kept = _keep("keygen", params, (params.v, params.o, params.m_bytes, params.zero_chunks, sets.FORMS,
+                                        aes_width()))
+    cpk = np.empty(params.cpk_bytes, np.uint8)
+    encoded_set.public_key_from_seed(seed_sk, *kept, cpk)
+    return cpk.tobytes()
 
 
 def public_stream(params: MayoParams, seed_pk: bytes, out: np.ndarray | None = None) -> np.ndarray:
@@ -399,7 +403,7 @@ def verify_compact(params: MayoParams, cpk: bytes, msg: bytes, sig: bytes) -> bo
         return verify(params, expand_pk(params, cpk), msg, sig)
     kept = _kept("verify", params)
     if kept is not None:            # (``_verify_on_encoding``'s one compiled call, its arguments kept)
-        return bool(encoded_set.verify(sig, msg, _NO_KEY, cpk, *kept))
+        return _verified(params, sig, msg, _NO_KEY, cpk, kept)
     return _verify_on_encoding(params, sig, msg, _NO_KEY, cpk)
 
 
@@ -419,9 +423,16 @@ _NO_KEY = np.empty(0, np.uint8)
 
 @compiling("verify")
 def _verify_on_encoding(params: MayoParams, sig: bytes, msg: bytes, epk: np.ndarray, cpk: bytes) -> bool:
-    return bool(encoded_set.verify(sig, msg, epk, cpk, *_keep("verify", params, (
-        params.k, params.n, params.v, params.m_bytes, params.digest_bytes, params.zero_chunks, sets.FORMS,
-        params.f_tail_array, aes_width(), kernels.verify_units()))))
+    return _verified(params, sig, msg, epk, cpk)
+
+
+def _verified(params: MayoParams, sig: bytes, msg: bytes, epk: np.ndarray, cpk: bytes,
+              kept: tuple | None = None) -> bool:
+    if kept is None:
+        kept = _keep("verify", params, (params.k, params.n, params.v, params.m_bytes, params.digest_bytes,
+                                        params.zero_chunks, sets.FORMS, params.f_tail_array, aes_width(),
+                                        kernels.verify_units()))
+    return bool(encoded_set.verify(sig, msg, epk, cpk, *kept))
 
 
 @compiling("verify")
